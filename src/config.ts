@@ -1,0 +1,82 @@
+import { Command, InvalidArgumentError, Option } from "commander";
+
+/** Server-wide settings: CLI flags, then `SHOAL_*` environment variables, then defaults. */
+export interface ServerConfig {
+  /** TCP port (0 picks a free one). */
+  port: number;
+  /** Address to listen on. */
+  address: string;
+  /** Each request's deadline from arrival, queueing included, in ms. */
+  timeoutMs: number;
+  /** Most items a stage may hold queued; more are refused with 429. */
+  capacity: number;
+  /** Largest request body in bytes; larger ones are refused with 413. */
+  maxRequestSize: number;
+  /** Least severe log level written. */
+  logLevel: "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+  /** `json` (one object a line) or `pretty` (readable lines); default: pretty on a terminal. */
+  logFormat: "json" | "pretty";
+}
+
+const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+
+function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\s*\d+\s*$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}`);
+    }
+    return n;
+  };
+}
+
+/** The flags, each with its environment variable; also what `--help` prints. */
+function flags(defaults: ServerConfig): Option[] {
+  return [
+    new Option("--port <number>", "TCP port to listen on (0: any free port)").env("SHOAL_PORT").argParser(integer(0, 65535)).default(defaults.port),
+    new Option("--address <host>", "address to listen on").env("SHOAL_ADDRESS").default(defaults.address),
+    new Option("--timeout <ms>", "deadline of each request from its arrival, queueing included").env("SHOAL_TIMEOUT").argParser(integer(1)).default(defaults.timeoutMs),
+    new Option("--capacity <items>", "most items each stage may hold queued; more get 429").env("SHOAL_CAPACITY").argParser(integer(1)).default(defaults.capacity),
+    new Option("--max-request-size <bytes>", "largest request body; larger ones get 413").env("SHOAL_MAX_REQUEST_SIZE").argParser(integer(1)).default(defaults.maxRequestSize),
+    new Option("--log-level <level>", "least severe log level written").env("SHOAL_LOG_LEVEL").choices(LOG_LEVELS).default(defaults.logLevel),
+    new Option("--log-format <format>", "json, or pretty for readable lines").env("SHOAL_LOG_FORMAT").choices(["json", "pretty"]).default(defaults.logFormat),
+  ];
+}
+
+/** The built-in defaults. */
+export function defaultConfig(): ServerConfig {
+  return {
+    port: 8000,
+    address: "0.0.0.0",
+    timeoutMs: 3000,
+    capacity: 1024,
+    maxRequestSize: 10 * 1024 * 1024,
+    logLevel: "info",
+    logFormat: process.stdout.isTTY ? "pretty" : "json",
+  };
+}
+
+/**
+ * Reads the configuration from `argv` and the environment over `defaults`. Prints help and exits
+ * on `--help`; prints a one-line error and exits 1 on a bad value or unknown flag.
+ */
+export function loadConfig(argv: readonly string[], defaults: Partial<ServerConfig> = {}, describe = ""): ServerConfig {
+  const base = { ...defaultConfig(), ...defaults };
+  const program = new Command("shoal")
+    .description(describe || "Serve Workers over HTTP with dynamic batching.")
+    .helpOption("-h, --help", "show this help")
+    .allowExcessArguments(false)
+    .showHelpAfterError(false);
+  for (const option of flags(base)) program.addOption(option);
+  program.parse(argv as string[], { from: "user" });
+  const o = program.opts();
+  return {
+    port: o.port,
+    address: o.address,
+    timeoutMs: o.timeout,
+    capacity: o.capacity,
+    maxRequestSize: o.maxRequestSize,
+    logLevel: o.logLevel,
+    logFormat: o.logFormat,
+  };
+}

@@ -1,0 +1,128 @@
+/**
+ * The one error table. Every HTTP status Shoal sends comes from here.
+ *
+ * Errors cross thread and process boundaries as `{ code, message }` (structured clone drops the
+ * class), and are rebuilt on the coordinator with {@link errorFromWire}, so this table stays the
+ * only authority on status codes and message prefixes.
+ */
+
+/** A row of the error table: the HTTP status and the prefix of the message sent to clients. */
+interface ErrorKind {
+  readonly status: number;
+  readonly prefix: string;
+}
+
+/** Every failure Shoal knows, by code. */
+export const ERRORS = {
+  BAD_REQUEST: { status: 400, prefix: "bad request" },
+  DECODING: { status: 400, prefix: "decoding error" },
+  EMPTY_BODY: { status: 400, prefix: "bad request" },
+  NOT_FOUND: { status: 404, prefix: "not found" },
+  METHOD_NOT_ALLOWED: { status: 405, prefix: "method not allowed" },
+  TIMEOUT: { status: 408, prefix: "request timeout" },
+  FORWARD_TIMEOUT: { status: 408, prefix: "forward timeout" },
+  BODY_TOO_LARGE: { status: 413, prefix: "request body is too large" },
+  VALIDATION: { status: 422, prefix: "request validation error" },
+  QUEUE_FULL: { status: 429, prefix: "too many requests" },
+  SERVER: { status: 500, prefix: "internal error" },
+  ENCODING: { status: 500, prefix: "encoding error" },
+  INTERNAL: { status: 500, prefix: "inference internal error" },
+  WORKER_DIED: { status: 500, prefix: "worker died" },
+  SHUTTING_DOWN: { status: 503, prefix: "service unavailable" },
+} as const satisfies Record<string, ErrorKind>;
+
+/** The code of a row of {@link ERRORS}. */
+export type ErrorCode = keyof typeof ERRORS;
+
+/**
+ * Base class of the errors a Worker may throw (or return at an index of a batch) to choose the
+ * status of the response. Any other exception is answered with 500 and logged, never shown.
+ */
+export class ShoalError extends Error {
+  /** A code of the error table; it sets the HTTP status. */
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message = "") {
+    super(message);
+    this.code = code;
+    this.name = new.target.name;
+  }
+
+  /** The HTTP status of this error. */
+  get status(): number {
+    return ERRORS[this.code].status;
+  }
+
+  /** The text sent to the client: the table's prefix, then the detail if there is one. */
+  get publicMessage(): string {
+    const { prefix } = ERRORS[this.code];
+    return this.message ? `${prefix}: ${this.message}` : prefix;
+  }
+}
+
+/**
+ * The request is wrong in a way the client can fix: 400.
+ * @example throw new ClientError("field 'image' must be base64")
+ */
+export class ClientError extends ShoalError {
+  constructor(message = "") {
+    super("BAD_REQUEST", message);
+  }
+}
+
+/** The request body could not be decoded: 400 `decoding error: …`. */
+export class DecodingError extends ShoalError {
+  constructor(message = "") {
+    super("DECODING", message);
+  }
+}
+
+/**
+ * The request decoded but its content is invalid: 422 `request validation error: …`.
+ * @example if (!("x" in req)) throw new ValidationError("cannot find key 'x'");
+ */
+export class ValidationError extends ShoalError {
+  constructor(message = "") {
+    super("VALIDATION", message);
+  }
+}
+
+/** The worker failed in a way it wants the client to see: 500 `internal error: …`. */
+export class ServerError extends ShoalError {
+  constructor(message = "") {
+    super("SERVER", message);
+  }
+}
+
+/** The result could not be encoded: 500 `encoding error: …`. */
+export class EncodingError extends ShoalError {
+  constructor(message = "") {
+    super("ENCODING", message);
+  }
+}
+
+/** An error as it travels between threads and processes. */
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+  /** Only for unexpected exceptions: logged by the coordinator, never sent to the client. */
+  stack?: string;
+}
+
+/**
+ * Turns anything thrown into its wire form. Shoal errors keep their code and text; anything
+ * else becomes `fallback` (INTERNAL unless said otherwise) with its stack kept for the log.
+ */
+export function errorToWire(err: unknown, fallback: ErrorCode = "INTERNAL"): WireError {
+  if (err instanceof ShoalError) return { code: err.code, message: err.message };
+  const stack = err instanceof Error ? (err.stack ?? String(err)) : String(err);
+  if (fallback === "INTERNAL") return { code: fallback, message: "", stack };
+  const message = err instanceof Error ? err.message : String(err);
+  return { code: fallback, message, stack };
+}
+
+/** Rebuilds a {@link ShoalError} from its wire form, on the coordinator. */
+export function errorFromWire(wire: WireError): ShoalError {
+  const code = wire.code in ERRORS ? wire.code : "INTERNAL";
+  return new ShoalError(code, wire.message);
+}

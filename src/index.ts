@@ -1,0 +1,20 @@
+/**
+ * Shoal: serve a TypeScript `Worker` over HTTP with dynamic batching, pipelined stages and
+ * parallel workers.
+ * @packageDocumentation
+ */
+export { Server, type ServerOptions } from "./server/server.js";
+export { Worker, type WorkerClass, type RequestMeta } from "./worker.js";
+export type { StageOptions } from "./stage-options.js";
+export type { ServerConfig } from "./config.js";
+export { codecs, json, msgpack, bytes, type Codec } from "./codecs.js";
+export {
+  ShoalError,
+  ClientError,
+  DecodingError,
+  ValidationError,
+  ServerError,
+  EncodingError,
+  ERRORS,
+  type ErrorCode,
+} from "./errors.js";

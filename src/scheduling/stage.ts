@@ -1,0 +1,195 @@
+import { ShoalError, errorFromWire } from "../errors.js";
+import type { Logger } from "../logger.js";
+import type { ResolvedStageOptions } from "../stage-options.js";
+import type { ChannelFactory } from "../workers/channel.js";
+import type { BatchItem, ItemResult, ResultMessage } from "../workers/messages.js";
+import { Pool, type PoolOwner } from "../workers/pool.js";
+import { attached } from "../workers/transfer.js";
+import { decideBatch, type BatchPolicy } from "./batcher.js";
+import { Fifo } from "./fifo.js";
+import type { Task } from "./task.js";
+
+/** What a stage needs from the server around it. */
+export interface StageContext {
+  moduleUrl: string;
+  /** Most items queued; ingress tasks beyond it are refused with 429. */
+  capacity: number;
+  /** Default cap on one forward call, in ms (the server's `--timeout`). */
+  timeoutMs: number;
+  channel: ChannelFactory;
+  logger: Logger;
+}
+
+/**
+ * One step of a pipeline: a queue, a batch policy and a pool of workers. Workers pull: whenever
+ * one is free, the stage asks the batcher whether to send what is queued now or to wait.
+ */
+export class Stage implements PoolOwner {
+  readonly policy: BatchPolicy;
+  readonly pool: Pool;
+  readonly #queue = new Fifo<Task>();
+  /** Queued tasks that have not settled: what capacity counts. */
+  #queued = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = Infinity;
+  readonly #capacity: number;
+  readonly #log: Logger;
+
+  constructor(
+    readonly name: string,
+    readonly index: number,
+    className: string,
+    readonly options: ResolvedStageOptions,
+    context: StageContext,
+  ) {
+    this.policy = { maxBatchSize: options.maxBatchSize, maxWaitMs: options.maxWaitMs };
+    this.#capacity = context.capacity;
+    this.#log = context.logger.child({ stage: name });
+    this.pool = new Pool(
+      {
+        stageName: name,
+        className,
+        stageIndex: index,
+        moduleUrl: context.moduleUrl,
+        num: options.num,
+        maxBatchSize: options.maxBatchSize,
+        timeoutMs: options.timeoutMs ?? context.timeoutMs,
+        env: options.env,
+        channel: context.channel,
+        logger: context.logger,
+      },
+      this,
+    );
+  }
+
+  /** Items waiting in this stage's queue. */
+  get queued(): number {
+    return this.#queued;
+  }
+
+  /**
+   * Queues a task. A task entering its route's first stage is refused with 429 when the queue is
+   * full; one coming from an earlier stage was already accepted and is always queued.
+   */
+  admit(task: Task): ShoalError | undefined {
+    if (task.ingress && this.#queued >= this.#capacity) {
+      return new ShoalError("QUEUE_FULL", `the queue of stage ${this.name} is full`);
+    }
+    task.enqueuedAt = performance.now();
+    task.queuedIn = this;
+    this.#queue.push(task);
+    this.#queued++;
+    this.#pump();
+    return undefined;
+  }
+
+  /** Called by a queued task that settles (deadline, disconnect): it no longer counts. */
+  unqueue(): void {
+    this.#queued--;
+  }
+
+  onWorkerFree(): void {
+    this.#pump();
+  }
+
+  onBatchDone(tasks: Task[], result: ResultMessage, contentType: string): void {
+    if (result.error !== undefined) {
+      this.#logUnexpected(result.error.stack, tasks[0]);
+      const error = errorFromWire(result.error);
+      for (const task of tasks) task.fail(error);
+      return;
+    }
+    const results = result.results!;
+    for (let i = 0; i < tasks.length; i++) this.#advance(tasks[i]!, results[i]!, contentType);
+  }
+
+  onBatchLost(tasks: Task[], error: ShoalError): void {
+    for (const task of tasks) task.fail(error);
+  }
+
+  // Hands queued work to free workers until one of them runs out.
+  #pump(): void {
+    while (this.pool.hasIdle) {
+      let head = this.#queue.peek();
+      while (head !== undefined && head.settled) {
+        this.#queue.shift();
+        head = this.#queue.peek();
+      }
+      if (head === undefined) return;
+      const now = performance.now();
+      const decision = decideBatch(this.#queued, head.enqueuedAt, now, this.policy);
+      if ("wakeAt" in decision) {
+        this.#wakeAt(decision.wakeAt, now);
+        return;
+      }
+      const tasks = this.#take(decision.send, now);
+      if (tasks.length > 0) this.#dispatch(tasks);
+    }
+  }
+
+  // Takes up to `count` live tasks from the head of the queue. A task whose deadline has passed
+  // is answered 408 here and never dispatched.
+  #take(count: number, now: number): Task[] {
+    const tasks: Task[] = [];
+    while (tasks.length < count) {
+      const task = this.#queue.shift();
+      if (task === undefined) break;
+      if (task.settled) continue;
+      task.queuedIn = null;
+      this.#queued--;
+      if (task.deadline <= now) {
+        task.fail(new ShoalError("TIMEOUT", "the deadline passed while the request was queued"));
+        continue;
+      }
+      tasks.push(task);
+    }
+    return tasks;
+  }
+
+  #dispatch(tasks: Task[]): void {
+    const items: BatchItem[] = new Array(tasks.length);
+    const transfer: ArrayBuffer[] = [];
+    for (let i = 0; i < tasks.length; i++) {
+      const task = tasks[i]!;
+      items[i] = { payload: task.payload, ingress: task.ingress, egress: task.egress, meta: task.meta };
+      if (task.transfer !== undefined) transfer.push(...task.transfer);
+      // The worker has the payload now; do not keep it alive here.
+      task.payload = undefined;
+      task.transfer = undefined;
+    }
+    this.pool.dispatch(tasks, { kind: "batch", items }, transfer.length > 0 ? attached(transfer) : transfer);
+  }
+
+  #wakeAt(at: number, now: number): void {
+    if (this.#timer !== undefined && this.#timerAt <= at) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = Infinity;
+      this.#pump();
+    }, Math.max(0, at - now));
+  }
+
+  #advance(task: Task, result: ItemResult, contentType: string): void {
+    if (task.settled) return;
+    if (!result.ok) {
+      this.#logUnexpected(result.error.stack, task);
+      task.fail(errorFromWire(result.error));
+      return;
+    }
+    if (task.egress) {
+      task.succeed(result.value as Uint8Array, contentType);
+      return;
+    }
+    task.stageIndex++;
+    task.payload = result.value;
+    task.transfer = result.transfer;
+    task.route.stages[task.stageIndex]!.admit(task);
+  }
+
+  // Unexpected exceptions reach the log with their stack; the client only sees a generic 500.
+  #logUnexpected(stack: string | undefined, task: Task | undefined): void {
+    if (stack !== undefined) this.#log.error({ requestId: task?.meta.requestId, err: stack }, "forward failed");
+  }
+}

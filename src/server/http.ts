@@ -1,0 +1,209 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server as NodeServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { ServerConfig } from "../config.js";
+import { ShoalError } from "../errors.js";
+import { Task, type Reply, type Route } from "../scheduling/task.js";
+import { readBody } from "./body.js";
+
+/** What the HTTP front asks the server about its health. */
+export interface Health {
+  /** Why the server is not ready, or undefined when it is. */
+  notReady(): string | undefined;
+}
+
+const JSON_TYPE = "application/json";
+const GET_ONLY = "GET, HEAD";
+
+// A client's request id is echoed only when it is short and printable; otherwise we make one.
+const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
+
+/**
+ * The HTTP front: routing, body limits, deadlines, and the answer to every request. It never
+ * runs user code nor decodes bodies: it hands bytes to the route's first stage.
+ */
+export class HttpFront {
+  readonly #server: NodeServer;
+  readonly #routes: Map<string, Route>;
+  readonly #config: ServerConfig;
+  readonly #health: Health;
+  #inFlight = 0;
+  #draining = false;
+  #drained: (() => void) | undefined;
+
+  constructor(routes: Map<string, Route>, config: ServerConfig, health: Health) {
+    this.#routes = routes;
+    this.#config = config;
+    this.#health = health;
+    this.#server = createServer((req, res) => this.#handle(req, res));
+  }
+
+  /** Requests accepted and not yet answered. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** Starts listening; rejects with a one-line message when the port cannot be had. */
+  listen(): Promise<AddressInfo> {
+    const { port, address } = this.#config;
+    return new Promise((resolve, reject) => {
+      const onError = (err: NodeJS.ErrnoException) => {
+        const why =
+          err.code === "EADDRINUSE"
+            ? `${address}:${port} is already in use; choose another port with --port`
+            : err.code === "EACCES"
+              ? `no permission to listen on ${address}:${port}`
+              : `cannot listen on ${address}:${port}: ${err.message}`;
+        reject(new Error(why));
+      };
+      this.#server.once("error", onError);
+      this.#server.listen(port, address, () => {
+        this.#server.removeListener("error", onError);
+        resolve(this.#server.address() as AddressInfo);
+      });
+    });
+  }
+
+  /**
+   * Stops taking requests (new ones get 503) and resolves when every accepted request is
+   * answered, or after `timeoutMs`.
+   */
+  drain(timeoutMs: number): Promise<void> {
+    this.#draining = true;
+    this.#server.close();
+    if (this.#inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.#drained = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  /** Closes every connection and releases the port. */
+  close(): void {
+    this.#server.closeAllConnections();
+    this.#server.close();
+  }
+
+  #handle(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q < 0 ? url : url.slice(0, q);
+    const header = req.headers["x-request-id"];
+    const requestId = typeof header === "string" && REQUEST_ID.test(header) ? header : randomUUID();
+    const route = this.#routes.get(path);
+    if (route === undefined) {
+      this.#builtin(path, req, res, requestId);
+      return;
+    }
+    if (req.method !== "POST") {
+      sendError(res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use POST`), { allow: "POST" });
+      return;
+    }
+    if (this.#draining) {
+      sendError(res, requestId, new ShoalError("SHUTTING_DOWN", "the server is shutting down"), { connection: "close" });
+      return;
+    }
+    const arrival = performance.now();
+    readBody(
+      req,
+      this.#config.maxRequestSize,
+      (body) => {
+        if (body.bytes.byteLength === 0) {
+          sendError(res, requestId, new ShoalError("EMPTY_BODY", "empty request body"));
+          return;
+        }
+        this.#accept(route, req, res, requestId, arrival, body.bytes, body.transfer);
+      },
+      () => {
+        const limit = this.#config.maxRequestSize;
+        sendError(res, requestId, new ShoalError("BODY_TOO_LARGE", `the limit is ${limit} bytes`), { connection: "close" });
+      },
+    );
+  }
+
+  #accept(route: Route, req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, bytes: Uint8Array, transfer: ArrayBuffer[] | undefined): void {
+    const timeoutMs = this.#config.timeoutMs;
+    const meta = { requestId, headers: req.headers, deadline: Date.now() - (performance.now() - arrival) + timeoutMs, route: route.path };
+    const exchange = new Exchange(this, res, requestId);
+    const task = new Task(route, meta, arrival + timeoutMs, bytes, transfer, exchange);
+    this.#inFlight++;
+    exchange.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));
+    res.on("close", () => task.drop());
+    const refused = route.stages[0]!.admit(task);
+    if (refused !== undefined) task.fail(refused);
+  }
+
+  /** An exchange has settled. */
+  released(): void {
+    if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
+  }
+
+  #builtin(path: string, req: IncomingMessage, res: ServerResponse, requestId: string): void {
+    const known = path === "/" || path === "/healthz" || path === "/readyz";
+    if (!known) {
+      sendError(res, requestId, new ShoalError("NOT_FOUND", path));
+      return;
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      sendError(res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use GET`), { allow: GET_ONLY });
+      return;
+    }
+    if (path === "/healthz") {
+      // Answering at all shows the event loop turns; the process has nothing else to check.
+      sendJson(res, requestId, 200, { live: true });
+      return;
+    }
+    const reason = this.#draining ? "shutting down" : this.#health.notReady();
+    if (path === "/") {
+      if (this.#draining) sendError(res, requestId, new ShoalError("SHUTTING_DOWN", "the server is shutting down"));
+      else sendJson(res, requestId, 200, { status: "serving" });
+      return;
+    }
+    sendJson(res, requestId, reason === undefined ? 200 : 503, reason === undefined ? { ready: true } : { ready: false, reason });
+  }
+}
+
+/** The answer side of one accepted request. */
+class Exchange implements Reply {
+  timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly front: HttpFront,
+    readonly res: ServerResponse,
+    readonly requestId: string,
+  ) {}
+
+  send(body: Uint8Array, contentType: string): void {
+    if (this.res.destroyed) return;
+    this.res.writeHead(200, { "content-type": contentType, "content-length": body.byteLength, "x-request-id": this.requestId });
+    this.res.end(body);
+  }
+
+  fail(error: ShoalError): void {
+    sendError(this.res, this.requestId, error);
+  }
+
+  release(): void {
+    clearTimeout(this.timer);
+    this.front.released();
+  }
+}
+
+function sendJson(res: ServerResponse, requestId: string, status: number, value: unknown, headers?: OutgoingHttpHeaders): void {
+  if (res.headersSent || res.destroyed) return;
+  const body = JSON.stringify(value);
+  res.writeHead(status, { ...headers, "content-type": JSON_TYPE, "content-length": Buffer.byteLength(body), "x-request-id": requestId });
+  res.end(body);
+}
+
+/** Every error answer: the table's status and `{"error": "<prefix>: <detail>"}`. */
+function sendError(res: ServerResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders): void {
+  sendJson(res, requestId, error.status, { error: error.publicMessage }, headers);
+}

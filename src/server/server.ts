@@ -1,0 +1,145 @@
+import { realpathSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+import { loadConfig, type ServerConfig } from "../config.js";
+import { createLogger, type Logger } from "../logger.js";
+import type { Route } from "../scheduling/task.js";
+import { Stage } from "../scheduling/stage.js";
+import { resolveStageOptions, type ResolvedStageOptions, type StageOptions } from "../stage-options.js";
+import type { WorkerClass } from "../worker.js";
+import { workerContext } from "../workers/context.js";
+import { threadChannel } from "../workers/thread-channel.js";
+import { HttpFront } from "./http.js";
+
+/** Settings given in code: defaults that CLI flags and `SHOAL_*` variables override. */
+export type ServerOptions = Partial<ServerConfig>;
+
+interface StageSpec {
+  cls: WorkerClass;
+  name: string;
+  options: ResolvedStageOptions;
+}
+
+/**
+ * Serves Workers over HTTP. Append stages with {@link Server.appendWorker}, then call
+ * {@link Server.run}.
+ *
+ * Workers run in worker threads that import the server's main module again to find their
+ * class (as Node's cluster does): keep `appendWorker()` calls at the module's top level, and
+ * expect other top-level code to run once per worker too. Inside a worker, `run()` does nothing.
+ *
+ * @example
+ * ```ts
+ * const server = new Server();
+ * server.appendWorker(Preprocess, { num: 2 });
+ * server.appendWorker(Model, { maxBatchSize: 16, maxWaitMs: 5 });
+ * await server.run();
+ * ```
+ */
+export class Server {
+  readonly #defaults: ServerOptions;
+  readonly #specs: StageSpec[] = [];
+
+  constructor(defaults: ServerOptions = {}) {
+    this.#defaults = defaults;
+  }
+
+  /**
+   * Appends a stage running `worker` to the pipeline of each of its routes (`/inference` by
+   * default). A stage given several routes is one shared stage: one pool, and batches that mix
+   * requests of all its routes. Throws a `TypeError` naming the option on invalid options.
+   */
+  appendWorker(worker: WorkerClass, options: StageOptions = {}): this {
+    if (typeof worker !== "function" || typeof worker.prototype?.forward !== "function") {
+      throw new TypeError("appendWorker() takes a class that extends Worker and has a forward() method");
+    }
+    const name = `${worker.name}_${this.#specs.length + 1}`;
+    this.#specs.push({ cls: worker, name, options: resolveStageOptions(name, options) });
+    workerContext()?.stages.push(worker);
+    return this;
+  }
+
+  /**
+   * Reads flags and `SHOAL_*` variables, starts the workers and the HTTP server, and resolves once
+   * it listens. Exits the process with a one-line error if the configuration is wrong, the port
+   * is taken or a worker cannot start; drains and exits 0 on SIGTERM or SIGINT.
+   */
+  async run(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+    if (workerContext() !== undefined) return;
+    const config = loadConfig(argv, this.#defaults);
+    const logger = createLogger(config);
+    try {
+      await this.#start(config, logger);
+    } catch (err) {
+      logger.fatal((err as Error).message);
+      process.stderr.write(`shoal: ${(err as Error).message}\n`);
+      process.exit(1);
+    }
+  }
+
+  async #start(config: ServerConfig, logger: Logger): Promise<void> {
+    if (this.#specs.length === 0) throw new Error("no stages: call appendWorker() before run()");
+    const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, channel: threadChannel, logger };
+    const stages = this.#specs.map((spec, index) => new Stage(spec.name, index, spec.cls.name, spec.options, context));
+    const pipelines = new Map<string, Stage[]>();
+    for (const stage of stages) {
+      for (const path of stage.options.routes) {
+        const list = pipelines.get(path) ?? [];
+        list.push(stage);
+        pipelines.set(path, list);
+      }
+    }
+    const routes = new Map<string, Route>([...pipelines].map(([path, list]) => [path, { path, stages: list }]));
+    const health = {
+      notReady: () => {
+        const down = stages.filter((s) => s.pool.live === 0).map((s) => s.name);
+        return down.length > 0 ? `no live worker in ${down.join(", ")}` : undefined;
+      },
+    };
+    const front = new HttpFront(routes, config, health);
+    const address = await front.listen();
+    logger.info(
+      {
+        address: address.address,
+        port: address.port,
+        routes: Object.fromEntries([...pipelines].map(([path, list]) => [path, list.map((s) => s.name)])),
+        stages: stages.map((s) => ({ name: s.name, num: s.options.num, maxBatchSize: s.options.maxBatchSize, maxWaitMs: s.options.maxWaitMs })),
+      },
+      `listening on http://${address.address}:${address.port}`,
+    );
+    this.#handleSignals(front, stages, config, logger);
+    try {
+      await Promise.all(stages.map((s) => s.pool.start()));
+    } catch (err) {
+      for (const stage of stages) stage.pool.close();
+      front.close();
+      throw err;
+    }
+    logger.info("ready");
+  }
+
+  #handleSignals(front: HttpFront, stages: Stage[], config: ServerConfig, logger: Logger): void {
+    let stopping = false;
+    const stop = async (signal: NodeJS.Signals) => {
+      if (stopping) {
+        logger.warn({ signal }, "second signal: exiting now");
+        process.exit(1);
+      }
+      stopping = true;
+      logger.info({ signal, inFlight: front.inFlight }, "draining");
+      await front.drain(config.timeoutMs);
+      for (const stage of stages) stage.pool.close();
+      front.close();
+      logger.info("stopped");
+      process.exit(0);
+    };
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
+  }
+}
+
+// The module the workers import to find their classes: the script Node was started with.
+function mainModuleUrl(): string {
+  const main = process.argv[1];
+  if (main === undefined) throw new Error("cannot tell which module to load in the workers: start the server from a script file");
+  return pathToFileURL(realpathSync(main)).href;
+}

@@ -1,0 +1,66 @@
+import { z } from "zod";
+
+/** Paths a route may not take: the server answers them itself. */
+export const RESERVED_PATHS = ["/", "/metrics", "/healthz", "/readyz", "/openapi.json", "/docs"] as const;
+
+const routePath = z
+  .string()
+  .regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/, "a route is a path that starts with '/'")
+  .refine((p) => !(RESERVED_PATHS as readonly string[]).includes(p), {
+    message: `reserved; ${RESERVED_PATHS.join(", ")} are the server's own`,
+  });
+
+const stageOptionsSchema = z.strictObject({
+  num: z.number().int().min(1).default(1),
+  maxBatchSize: z.number().int().min(1).default(1),
+  maxWaitMs: z.number().min(0).default(10),
+  timeoutMs: z.number().positive().optional(),
+  route: z.union([routePath, z.array(routePath).min(1)]).default("/inference"),
+  env: z.array(z.record(z.string(), z.string())).optional(),
+});
+
+/** Options of one stage, as given to `appendWorker()`. */
+export interface StageOptions {
+  /** Workers in parallel (default 1). */
+  num?: number;
+  /** Largest batch `forward()` receives (default 1: no batching). */
+  maxBatchSize?: number;
+  /** How long a batch may wait to fill after its oldest item arrived, in ms (default 10). */
+  maxWaitMs?: number;
+  /** Cap on one `forward()` call in ms; an overrun fails the batch with 408 and replaces the worker (default: `--timeout`). */
+  timeoutMs?: number;
+  /** The route (or routes) whose pipeline this stage joins (default `/inference`). */
+  route?: string | string[];
+  /** Extra environment for each worker, one entry per worker (`env.length` must equal `num`). */
+  env?: Record<string, string>[];
+}
+
+/** Stage options after validation, with defaults filled in. */
+export interface ResolvedStageOptions {
+  num: number;
+  maxBatchSize: number;
+  maxWaitMs: number;
+  timeoutMs: number | undefined;
+  routes: string[];
+  env: Record<string, string>[] | undefined;
+}
+
+/**
+ * Validates `appendWorker()` options. Throws a `TypeError` whose message names the stage and
+ * the option at fault.
+ */
+export function resolveStageOptions(stage: string, options: StageOptions = {}): ResolvedStageOptions {
+  const parsed = stageOptionsSchema.safeParse(options);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const where = issue.path.length > 0 ? `option '${issue.path.join(".")}'` : "options";
+    const what = issue.code === "unrecognized_keys" ? `unknown option '${issue.keys.join("', '")}'` : `${where}: ${issue.message}`;
+    throw new TypeError(`invalid stage ${stage}: ${what}`);
+  }
+  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env } = parsed.data;
+  if (env !== undefined && env.length !== num) {
+    throw new TypeError(`invalid stage ${stage}: option 'env' has ${env.length} entries for num ${num}; give one per worker`);
+  }
+  const routes = [...new Set(Array.isArray(route) ? route : [route])];
+  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env };
+}

@@ -1,0 +1,72 @@
+import { json, type Codec } from "./codecs.js";
+
+/** What `forward()` may know about the request behind one item. */
+export interface RequestMeta {
+  /** The `x-request-id` of the request (the client's, or one Shoal generated). */
+  readonly requestId: string;
+  /** The request headers, lower-cased, as Node.js parsed them. */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** When the request's deadline passes, in milliseconds since the epoch. */
+  readonly deadline: number;
+  /** The route the request came in on. */
+  readonly route: string;
+}
+
+/**
+ * The user's class: one instance per worker thread. The constructor or `init()` loads the model;
+ * `forward()` computes.
+ *
+ * Without batching (`maxBatchSize` 1) `forward()` receives one item and returns one result. With
+ * batching it receives an array of 1..maxBatchSize items and returns an array of the same length
+ * and order; an `Error` at an index fails only that item.
+ *
+ * @example
+ * ```ts
+ * class Double extends Worker {
+ *   forward(req: { x: number }) {
+ *     return { y: req.x * 2 };
+ *   }
+ * }
+ * ```
+ */
+export abstract class Worker {
+  /** 1..num within the stage. Set before `init()` runs (not yet inside the constructor). */
+  workerId = 0;
+  /** The stage's name, e.g. `"CalculateExp_1"`. Set before `init()` runs. */
+  stage = "";
+  /** The stage's maximum batch size. Set before `init()` runs. */
+  maxBatchSize = 1;
+  /**
+   * How the first stage decodes request bodies and the last stage encodes responses.
+   * Defaults to JSON; set it to `codecs.msgpack` or `codecs.bytes`, or to your own {@link Codec}.
+   */
+  codec: Codec = json;
+
+  /** Runs once in the worker before it takes work: load the model here. */
+  init(): void | Promise<void> {}
+
+  /**
+   * Computes the result of one item, or of a batch of items when `maxBatchSize` > 1.
+   * Throw a {@link ValidationError} (422), {@link ClientError} (400) or {@link ServerError} (500) to
+   * choose the status; any other exception is a 500 whose text is logged, not sent.
+   */
+  abstract forward(data: any, meta: any): unknown;
+
+  /** Request bytes to `forward()`'s input (first stage of a route only). Defaults to `codec.decode`. */
+  decode(body: Uint8Array): unknown {
+    return this.codec.decode(body);
+  }
+
+  /** `forward()`'s output to response bytes (last stage of a route only). Defaults to `codec.encode`. */
+  encode(output: unknown): Uint8Array {
+    return this.codec.encode(output);
+  }
+
+  /** The content-type of responses this worker encodes. Defaults to `codec.contentType`. */
+  get contentType(): string {
+    return this.codec.contentType;
+  }
+}
+
+/** A class that builds a {@link Worker}. */
+export type WorkerClass = new () => Worker;

@@ -1,0 +1,76 @@
+/**
+ * Every message between the coordinator and a worker, in one place for both ends. Threads carry
+ * them over a MessagePort with structured clone; buffers listed in a transfer list move
+ * without a copy.
+ */
+import type { WireError } from "../errors.js";
+import type { RequestMeta } from "../worker.js";
+
+/** What a worker needs to know to start, given when it is spawned. */
+export interface WorkerBoot {
+  /** URL of the module that registers the stages (the server's main module). */
+  moduleUrl: string;
+  /** Index of the stage among the server's `appendWorker()` calls. */
+  stageIndex: number;
+  stageName: string;
+  /** Name of the Worker class expected at that index, to catch modules that register differently. */
+  className: string;
+  /** 1..num within the stage. */
+  workerId: number;
+  maxBatchSize: number;
+}
+
+/** One item of a batch, coordinator to worker. */
+export interface BatchItem {
+  /** Request bytes when `ingress`, otherwise the previous stage's output. */
+  payload: unknown;
+  /** Decode `payload` with the Worker's codec first. */
+  ingress: boolean;
+  /** Encode the result with the Worker's codec. */
+  egress: boolean;
+  meta: RequestMeta;
+}
+
+/** Coordinator to worker: run `forward()` on these items. */
+export interface BatchMessage {
+  kind: "batch";
+  seq: number;
+  items: BatchItem[];
+}
+
+/** The outcome of one item. An egress success carries bytes; an inner one the value itself. */
+export type ItemResult =
+  | { ok: true; value: unknown; transfer?: ArrayBuffer[] }
+  | { ok: false; error: WireError };
+
+/** Worker to coordinator: the worker has run `init()` and takes work. */
+export interface ReadyMessage {
+  kind: "ready";
+  /** Content-type of what this worker encodes. */
+  contentType: string;
+}
+
+/** Worker to coordinator: the batch `seq` is done; either one result per item or one error for all. */
+export interface ResultMessage {
+  kind: "result";
+  seq: number;
+  results?: ItemResult[];
+  error?: WireError;
+}
+
+/** Worker to coordinator: a line for the server's log. */
+export interface LogMessage {
+  kind: "log";
+  level: "debug" | "info" | "warn" | "error";
+  msg: string;
+  stack?: string;
+}
+
+/** Worker to coordinator: the worker cannot start (module, class or `init()` failed). */
+export interface FatalMessage {
+  kind: "fatal";
+  error: WireError;
+}
+
+export type ToWorker = BatchMessage;
+export type FromWorker = ReadyMessage | ResultMessage | LogMessage | FatalMessage;

@@ -1,0 +1,210 @@
+import { ShoalError, errorFromWire, type WireError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import type { Task } from "../scheduling/task.js";
+import type { Channel, ChannelFactory } from "./channel.js";
+import type { BatchMessage, FromWorker, ResultMessage, WorkerBoot } from "./messages.js";
+
+/** What a pool tells the stage that owns it. */
+export interface PoolOwner {
+  /** A worker is free: pull more work. */
+  onWorkerFree(): void;
+  /** A batch came back from the worker. */
+  onBatchDone(tasks: Task[], result: ResultMessage, contentType: string): void;
+  /** A batch will not come back (timeout or dead worker): fail its tasks. */
+  onBatchLost(tasks: Task[], error: ShoalError): void;
+}
+
+export interface PoolOptions {
+  stageName: string;
+  className: string;
+  stageIndex: number;
+  moduleUrl: string;
+  num: number;
+  maxBatchSize: number;
+  /** Cap on one `forward()` call, in ms. */
+  timeoutMs: number;
+  env: Record<string, string>[] | undefined;
+  channel: ChannelFactory;
+  logger: Logger;
+}
+
+type State = "starting" | "idle" | "busy" | "gone";
+
+/** One worker as the coordinator sees it. */
+class WorkerHandle {
+  state: State = "starting";
+  contentType = "application/json";
+  /** The batch in the worker, if any, and its sequence number. */
+  batch: Task[] | null = null;
+  seq = 0;
+  timer: NodeJS.Timeout | undefined;
+  /** Set when the worker failed to start, with the reason. */
+  fatal: WireError | undefined;
+  channel!: Channel;
+
+  constructor(readonly workerId: number) {}
+}
+
+// Back-off for workers that keep failing at start-up: 100 ms, doubling, at most 10 s.
+const BACKOFF_FIRST_MS = 100;
+const BACKOFF_MAX_MS = 10_000;
+
+/**
+ * The `num` workers of one stage: spawns them, hands a batch to a free one, enforces the
+ * forward timeout, and replaces workers that die or overrun.
+ */
+export class Pool {
+  readonly #options: PoolOptions;
+  readonly #owner: PoolOwner;
+  readonly #log: Logger;
+  readonly #idle: WorkerHandle[] = [];
+  readonly #handles = new Map<number, WorkerHandle>();
+  #backoffMs = 0;
+  #closing = false;
+  #started = false;
+  #restarts = 0;
+
+  constructor(options: PoolOptions, owner: PoolOwner) {
+    this.#options = options;
+    this.#owner = owner;
+    this.#log = options.logger.child({ stage: options.stageName });
+  }
+
+  /** Workers that have started and are alive. */
+  get live(): number {
+    let n = 0;
+    for (const h of this.#handles.values()) if (h.state === "idle" || h.state === "busy") n++;
+    return n;
+  }
+
+  /** Workers replaced since start-up. */
+  get restarts(): number {
+    return this.#restarts;
+  }
+
+  get hasIdle(): boolean {
+    return this.#idle.length > 0;
+  }
+
+  /** Spawns every worker; resolves when all are ready, rejects if one cannot start. */
+  start(): Promise<void> {
+    const ids = Array.from({ length: this.#options.num }, (_, i) => i + 1);
+    return new Promise<void>((resolve, reject) => {
+      let waiting = ids.length;
+      for (const id of ids) {
+        this.#spawn(id, {
+          ready: () => {
+            if (--waiting === 0) {
+              this.#started = true;
+              resolve();
+            }
+          },
+          failed: (reason) => reject(new Error(`${this.#options.stageName} worker ${id} could not start: ${reason}`)),
+        });
+      }
+    });
+  }
+
+  /** Sends a batch to a free worker; the owner hears back through `onBatchDone` or `onBatchLost`. */
+  dispatch(tasks: Task[], message: Omit<BatchMessage, "seq">, transfer: ArrayBuffer[]): void {
+    const handle = this.#idle.pop()!;
+    handle.state = "busy";
+    handle.batch = tasks;
+    const seq = ++handle.seq;
+    handle.timer = setTimeout(() => this.#overrun(handle), this.#options.timeoutMs);
+    handle.channel.send({ ...message, seq }, transfer);
+  }
+
+  /** Stops every worker. */
+  close(): void {
+    this.#closing = true;
+    for (const handle of this.#handles.values()) handle.channel.terminate();
+  }
+
+  #spawn(workerId: number, startup?: { ready(): void; failed(reason: string): void }): void {
+    const o = this.#options;
+    const handle = new WorkerHandle(workerId);
+    this.#handles.set(workerId, handle);
+    const boot: WorkerBoot = {
+      moduleUrl: o.moduleUrl,
+      stageIndex: o.stageIndex,
+      stageName: o.stageName,
+      className: o.className,
+      workerId,
+      maxBatchSize: o.maxBatchSize,
+    };
+    handle.channel = o.channel(boot, o.env?.[workerId - 1], {
+      message: (message) => this.#onMessage(handle, message, startup),
+      exit: (reason) => this.#onExit(handle, reason, startup),
+    });
+  }
+
+  #onMessage(handle: WorkerHandle, message: FromWorker, startup?: { ready(): void }): void {
+    switch (message.kind) {
+      case "ready":
+        handle.state = "idle";
+        handle.contentType = message.contentType;
+        this.#backoffMs = 0;
+        this.#idle.push(handle);
+        this.#log.debug({ worker: handle.workerId }, "worker ready");
+        startup?.ready();
+        this.#owner.onWorkerFree();
+        return;
+      case "result": {
+        if (handle.batch === null || message.seq !== handle.seq) return;
+        clearTimeout(handle.timer);
+        const tasks = handle.batch;
+        handle.batch = null;
+        handle.state = "idle";
+        this.#idle.push(handle);
+        this.#owner.onBatchDone(tasks, message, handle.contentType);
+        this.#owner.onWorkerFree();
+        return;
+      }
+      case "log":
+        this.#log[message.level]({ worker: handle.workerId, stack: message.stack }, message.msg);
+        return;
+      case "fatal":
+        handle.fatal = message.error;
+        return;
+    }
+  }
+
+  #overrun(handle: WorkerHandle): void {
+    const tasks = handle.batch;
+    if (tasks === null) return;
+    handle.batch = null;
+    const ms = this.#options.timeoutMs;
+    this.#log.warn({ worker: handle.workerId, batch: tasks.length, timeoutMs: ms }, "forward() overran its timeout; replacing the worker");
+    this.#owner.onBatchLost(tasks, new ShoalError("FORWARD_TIMEOUT", `forward() did not finish within ${ms} ms`));
+    handle.channel.terminate();
+  }
+
+  #onExit(handle: WorkerHandle, reason: string, startup?: { failed(reason: string): void }): void {
+    const wasStarting = handle.state === "starting";
+    handle.state = "gone";
+    clearTimeout(handle.timer);
+    this.#handles.delete(handle.workerId);
+    const at = this.#idle.indexOf(handle);
+    if (at >= 0) this.#idle.splice(at, 1);
+    if (handle.batch !== null) {
+      const tasks = handle.batch;
+      handle.batch = null;
+      this.#owner.onBatchLost(tasks, new ShoalError("WORKER_DIED", "the worker running this request died"));
+    }
+    if (this.#closing) return;
+    const why = handle.fatal ? (handle.fatal.stack ?? errorFromWire(handle.fatal).publicMessage) : reason;
+    if (!this.#started && startup) {
+      startup.failed(why);
+      return;
+    }
+    // A worker that dies before it is ready is likely to die again: back off. One that served
+    // is replaced at once.
+    const delay = wasStarting ? (this.#backoffMs = Math.min(BACKOFF_MAX_MS, this.#backoffMs * 2 || BACKOFF_FIRST_MS)) : 0;
+    this.#log.error({ worker: handle.workerId, reason: why, restartInMs: delay }, "worker died; replacing it");
+    this.#restarts++;
+    setTimeout(() => {
+      if (!this.#closing) this.#spawn(handle.workerId);
+    }, delay);
+  }
+}

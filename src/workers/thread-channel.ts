@@ -1,0 +1,28 @@
+import { Worker as Thread } from "node:worker_threads";
+import type { ChannelFactory } from "./channel.js";
+
+const ENTRY = new URL("./thread-entry.js", import.meta.url);
+
+/**
+ * Runs a worker in a worker thread and talks to it over its MessagePort. The thread inherits
+ * the process's `execArgv`, so a loader such as tsx applies there too.
+ */
+export const threadChannel: ChannelFactory = (boot, env, events) => {
+  const thread = new Thread(ENTRY, {
+    workerData: boot,
+    env: env ? { ...process.env, ...env } : process.env,
+  });
+  let reason = "";
+  thread.on("message", events.message);
+  thread.on("error", (err) => {
+    reason = `uncaught ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;
+  });
+  thread.on("messageerror", (err) => {
+    reason = `a message could not be read: ${err.message}`;
+  });
+  thread.on("exit", (code) => events.exit(reason || `exited with code ${code}`));
+  return {
+    send: (message, transfer) => thread.postMessage(message, transfer),
+    terminate: () => void thread.terminate(),
+  };
+};
