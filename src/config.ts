@@ -16,6 +16,8 @@ export interface ServerConfig {
   logLevel: "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
   /** `json` (one object a line) or `pretty` (readable lines); default: pretty on a terminal. */
   logFormat: "json" | "pretty";
+  /** Prefix of every Prometheus metric name. */
+  namespace: string;
 }
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
@@ -30,6 +32,11 @@ function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
   };
 }
 
+function metricPrefix(value: string): string {
+  if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(value)) throw new InvalidArgumentError("expected letters, digits and underscores, not starting with a digit");
+  return value;
+}
+
 /** The flags, each with its environment variable; also what `--help` prints. */
 function flags(defaults: ServerConfig): Option[] {
   return [
@@ -40,6 +47,7 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--max-request-size <bytes>", "largest request body; larger ones get 413").env("SHOAL_MAX_REQUEST_SIZE").argParser(integer(1)).default(defaults.maxRequestSize),
     new Option("--log-level <level>", "least severe log level written").env("SHOAL_LOG_LEVEL").choices(LOG_LEVELS).default(defaults.logLevel),
     new Option("--log-format <format>", "json, or pretty for readable lines").env("SHOAL_LOG_FORMAT").choices(["json", "pretty"]).default(defaults.logFormat),
+    new Option("--namespace <prefix>", "prefix of every Prometheus metric name").env("SHOAL_NAMESPACE").argParser(metricPrefix).default(defaults.namespace),
   ];
 }
 
@@ -53,6 +61,7 @@ export function defaultConfig(): ServerConfig {
     maxRequestSize: 10 * 1024 * 1024,
     logLevel: "info",
     logFormat: process.stdout.isTTY ? "pretty" : "json",
+    namespace: "shoal",
   };
 }
 
@@ -78,5 +87,6 @@ export function loadConfig(argv: readonly string[], defaults: Partial<ServerConf
     maxRequestSize: o.maxRequestSize,
     logLevel: o.logLevel,
     logFormat: o.logFormat,
+    namespace: o.namespace,
   };
 }

@@ -1,5 +1,6 @@
 import { ShoalError, errorFromWire } from "../errors.js";
 import type { Logger } from "../logger.js";
+import type { Metrics, StageMetrics } from "../metrics/registry.js";
 import type { ResolvedStageOptions } from "../stage-options.js";
 import type { ChannelFactory } from "../workers/channel.js";
 import type { BatchItem, ItemResult, ResultMessage } from "../workers/messages.js";
@@ -18,6 +19,7 @@ export interface StageContext {
   timeoutMs: number;
   channel: ChannelFactory;
   logger: Logger;
+  metrics: Metrics;
 }
 
 /**
@@ -34,6 +36,7 @@ export class Stage implements PoolOwner {
   #timerAt = Infinity;
   readonly #capacity: number;
   readonly #log: Logger;
+  readonly #metrics: StageMetrics;
 
   constructor(
     readonly name: string,
@@ -45,6 +48,7 @@ export class Stage implements PoolOwner {
     this.policy = { maxBatchSize: options.maxBatchSize, maxWaitMs: options.maxWaitMs };
     this.#capacity = context.capacity;
     this.#log = context.logger.child({ stage: name });
+    this.#metrics = context.metrics.stage(name);
     this.pool = new Pool(
       {
         stageName: name,
@@ -57,6 +61,7 @@ export class Stage implements PoolOwner {
         env: options.env,
         channel: context.channel,
         logger: context.logger,
+        metrics: this.#metrics,
       },
       this,
     );
@@ -65,6 +70,11 @@ export class Stage implements PoolOwner {
   /** Items waiting in this stage's queue. */
   get queued(): number {
     return this.#queued;
+  }
+
+  /** Workers started and alive. */
+  get liveWorkers(): number {
+    return this.pool.live;
   }
 
   /**
@@ -141,6 +151,7 @@ export class Stage implements PoolOwner {
         task.fail(new ShoalError("TIMEOUT", "the deadline passed while the request was queued"));
         continue;
       }
+      this.#metrics.queueWait(now - task.enqueuedAt);
       tasks.push(task);
     }
     return tasks;
@@ -157,6 +168,7 @@ export class Stage implements PoolOwner {
       task.payload = undefined;
       task.transfer = undefined;
     }
+    this.#metrics.batch(tasks.length);
     this.pool.dispatch(tasks, { kind: "batch", items }, transfer.length > 0 ? attached(transfer) : transfer);
   }
 

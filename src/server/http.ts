@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Serv
 import type { AddressInfo } from "node:net";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
+import type { Metrics } from "../metrics/registry.js";
 import { Task, type Reply, type Route } from "../scheduling/task.js";
 import { readBody } from "./body.js";
 
@@ -27,14 +28,16 @@ export class HttpFront {
   readonly #routes: Map<string, Route>;
   readonly #config: ServerConfig;
   readonly #health: Health;
+  readonly #metrics: Metrics;
   #inFlight = 0;
   #draining = false;
   #drained: (() => void) | undefined;
 
-  constructor(routes: Map<string, Route>, config: ServerConfig, health: Health) {
+  constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics) {
     this.#routes = routes;
     this.#config = config;
     this.#health = health;
+    this.#metrics = metrics;
     this.#server = createServer((req, res) => this.#handle(req, res));
   }
 
@@ -102,36 +105,44 @@ export class HttpFront {
       this.#builtin(path, req, res, requestId);
       return;
     }
+    const arrival = performance.now();
     if (req.method !== "POST") {
-      sendError(res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use POST`), { allow: "POST" });
+      this.#refuse(route, arrival, res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use POST`), { allow: "POST" });
       return;
     }
     if (this.#draining) {
-      sendError(res, requestId, new ShoalError("SHUTTING_DOWN", "the server is shutting down"), { connection: "close" });
+      this.#refuse(route, arrival, res, requestId, new ShoalError("SHUTTING_DOWN", "the server is shutting down"), { connection: "close" });
       return;
     }
-    const arrival = performance.now();
     readBody(
       req,
       this.#config.maxRequestSize,
       (body) => {
-        if (body.bytes.byteLength === 0) {
-          sendError(res, requestId, new ShoalError("EMPTY_BODY", "empty request body"));
-          return;
-        }
-        this.#accept(route, req, res, requestId, arrival, body.bytes, body.transfer);
+        if (body.bytes.byteLength === 0) this.#refuse(route, arrival, res, requestId, new ShoalError("EMPTY_BODY", "empty request body"));
+        else this.#accept(route, req, res, requestId, arrival, body.bytes, body.transfer);
       },
       () => {
-        const limit = this.#config.maxRequestSize;
-        sendError(res, requestId, new ShoalError("BODY_TOO_LARGE", `the limit is ${limit} bytes`), { connection: "close" });
+        const error = new ShoalError("BODY_TOO_LARGE", `the limit is ${this.#config.maxRequestSize} bytes`);
+        this.#refuse(route, arrival, res, requestId, error, { connection: "close" });
       },
     );
+  }
+
+  // Answers a route request that was not accepted, and counts it.
+  #refuse(route: Route, arrival: number, res: ServerResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders): void {
+    sendError(res, requestId, error, headers);
+    this.answered(route, error.status, arrival);
+  }
+
+  /** Counts an answer to a route request. */
+  answered(route: Route, status: number, arrival: number): void {
+    this.#metrics.answered(route.path, status, performance.now() - arrival);
   }
 
   #accept(route: Route, req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, bytes: Uint8Array, transfer: ArrayBuffer[] | undefined): void {
     const timeoutMs = this.#config.timeoutMs;
     const meta = { requestId, headers: req.headers, deadline: Date.now() - (performance.now() - arrival) + timeoutMs, route: route.path };
-    const exchange = new Exchange(this, res, requestId);
+    const exchange = new Exchange(this, route, arrival, res, requestId);
     const task = new Task(route, meta, arrival + timeoutMs, bytes, transfer, exchange);
     this.#inFlight++;
     exchange.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));
@@ -146,13 +157,23 @@ export class HttpFront {
   }
 
   #builtin(path: string, req: IncomingMessage, res: ServerResponse, requestId: string): void {
-    const known = path === "/" || path === "/healthz" || path === "/readyz";
+    const known = path === "/" || path === "/healthz" || path === "/readyz" || path === "/metrics";
     if (!known) {
       sendError(res, requestId, new ShoalError("NOT_FOUND", path));
       return;
     }
     if (req.method !== "GET" && req.method !== "HEAD") {
       sendError(res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use GET`), { allow: GET_ONLY });
+      return;
+    }
+    if (path === "/metrics") {
+      this.#metrics.text().then(
+        (text) => {
+          res.writeHead(200, { "content-type": this.#metrics.contentType, "content-length": Buffer.byteLength(text), "x-request-id": requestId });
+          res.end(text);
+        },
+        (err: Error) => sendError(res, requestId, new ShoalError("SERVER", `metrics: ${err.message}`)),
+      );
       return;
     }
     if (path === "/healthz") {
@@ -176,6 +197,8 @@ class Exchange implements Reply {
 
   constructor(
     readonly front: HttpFront,
+    readonly route: Route,
+    readonly arrival: number,
     readonly res: ServerResponse,
     readonly requestId: string,
   ) {}
@@ -184,10 +207,12 @@ class Exchange implements Reply {
     if (this.res.destroyed) return;
     this.res.writeHead(200, { "content-type": contentType, "content-length": body.byteLength, "x-request-id": this.requestId });
     this.res.end(body);
+    this.front.answered(this.route, 200, this.arrival);
   }
 
   fail(error: ShoalError): void {
     sendError(this.res, this.requestId, error);
+    this.front.answered(this.route, error.status, this.arrival);
   }
 
   release(): void {

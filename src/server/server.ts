@@ -2,6 +2,7 @@ import { realpathSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { loadConfig, type ServerConfig } from "../config.js";
 import { createLogger, type Logger } from "../logger.js";
+import { Metrics } from "../metrics/registry.js";
 import type { Route } from "../scheduling/task.js";
 import { Stage } from "../scheduling/stage.js";
 import { resolveStageOptions, type ResolvedStageOptions, type StageOptions } from "../stage-options.js";
@@ -78,8 +79,10 @@ export class Server {
 
   async #start(config: ServerConfig, logger: Logger): Promise<void> {
     if (this.#specs.length === 0) throw new Error("no stages: call appendWorker() before run()");
-    const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, channel: threadChannel, logger };
-    const stages = this.#specs.map((spec, index) => new Stage(spec.name, index, spec.cls.name, spec.options, context));
+    let front: HttpFront | undefined;
+    const metrics: Metrics = new Metrics(config.namespace, (): readonly Stage[] => stages, () => front?.inFlight ?? 0);
+    const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, channel: threadChannel, logger, metrics };
+    const stages: Stage[] = this.#specs.map((spec, index) => new Stage(spec.name, index, spec.cls.name, spec.options, context));
     const pipelines = new Map<string, Stage[]>();
     for (const stage of stages) {
       for (const path of stage.options.routes) {
@@ -95,7 +98,7 @@ export class Server {
         return down.length > 0 ? `no live worker in ${down.join(", ")}` : undefined;
       },
     };
-    const front = new HttpFront(routes, config, health);
+    front = new HttpFront(routes, config, health, metrics);
     const address = await front.listen();
     logger.info(
       {

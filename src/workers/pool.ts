@@ -1,5 +1,6 @@
 import { ShoalError, errorFromWire, type WireError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import type { StageMetrics } from "../metrics/registry.js";
 import type { Task } from "../scheduling/task.js";
 import type { Channel, ChannelFactory } from "./channel.js";
 import type { BatchMessage, FromWorker, ResultMessage, WorkerBoot } from "./messages.js";
@@ -26,6 +27,7 @@ export interface PoolOptions {
   env: Record<string, string>[] | undefined;
   channel: ChannelFactory;
   logger: Logger;
+  metrics: StageMetrics;
 }
 
 type State = "starting" | "idle" | "busy" | "gone";
@@ -37,6 +39,8 @@ class WorkerHandle {
   /** The batch in the worker, if any, and its sequence number. */
   batch: Task[] | null = null;
   seq = 0;
+  /** When the current batch was sent (performance.now() clock). */
+  sentAt = 0;
   timer: NodeJS.Timeout | undefined;
   /** Set when the worker failed to start, with the reason. */
   fatal: WireError | undefined;
@@ -62,7 +66,6 @@ export class Pool {
   #backoffMs = 0;
   #closing = false;
   #started = false;
-  #restarts = 0;
 
   constructor(options: PoolOptions, owner: PoolOwner) {
     this.#options = options;
@@ -75,11 +78,6 @@ export class Pool {
     let n = 0;
     for (const h of this.#handles.values()) if (h.state === "idle" || h.state === "busy") n++;
     return n;
-  }
-
-  /** Workers replaced since start-up. */
-  get restarts(): number {
-    return this.#restarts;
   }
 
   get hasIdle(): boolean {
@@ -111,6 +109,7 @@ export class Pool {
     handle.state = "busy";
     handle.batch = tasks;
     const seq = ++handle.seq;
+    handle.sentAt = performance.now();
     handle.timer = setTimeout(() => this.#overrun(handle), this.#options.timeoutMs);
     handle.channel.send({ ...message, seq }, transfer);
   }
@@ -153,6 +152,7 @@ export class Pool {
       case "result": {
         if (handle.batch === null || message.seq !== handle.seq) return;
         clearTimeout(handle.timer);
+        this.#options.metrics.forward(performance.now() - handle.sentAt);
         const tasks = handle.batch;
         handle.batch = null;
         handle.state = "idle";
@@ -185,6 +185,7 @@ export class Pool {
     handle.state = "gone";
     clearTimeout(handle.timer);
     this.#handles.delete(handle.workerId);
+    this.#options.metrics.workerReport(handle.workerId, undefined);
     const at = this.#idle.indexOf(handle);
     if (at >= 0) this.#idle.splice(at, 1);
     if (handle.batch !== null) {
@@ -202,7 +203,7 @@ export class Pool {
     // is replaced at once.
     const delay = wasStarting ? (this.#backoffMs = Math.min(BACKOFF_MAX_MS, this.#backoffMs * 2 || BACKOFF_FIRST_MS)) : 0;
     this.#log.error({ worker: handle.workerId, reason: why, restartInMs: delay }, "worker died; replacing it");
-    this.#restarts++;
+    this.#options.metrics.restart();
     setTimeout(() => {
       if (!this.#closing) this.#spawn(handle.workerId);
     }, delay);
