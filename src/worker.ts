@@ -1,4 +1,21 @@
 import { json, type Codec } from "./codecs.js";
+import { WorkerMetrics } from "./metrics/worker-metrics.js";
+
+/** A worker's log: lines go to the server's log, labelled with the stage and worker id. */
+export interface WorkerLog {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+// Outside a server (a Worker used offline, in a script or a notebook) lines go to the console.
+const consoleLog: WorkerLog = {
+  debug: (msg, fields) => console.debug(msg, fields ?? ""),
+  info: (msg, fields) => console.info(msg, fields ?? ""),
+  warn: (msg, fields) => console.warn(msg, fields ?? ""),
+  error: (msg, fields) => console.error(msg, fields ?? ""),
+};
 
 /** What `forward()` may know about the request behind one item. */
 export interface RequestMeta {
@@ -41,6 +58,18 @@ export abstract class Worker {
    * Defaults to JSON; set it to `codecs.msgpack` or `codecs.bytes`, or to your own {@link Codec}.
    */
   codec: Codec = json;
+  /**
+   * One input in the shape of a single item of `forward()` (an item, not a batch): the worker
+   * runs it through `forward()` before it reports ready. `--dry-run` sends the first stage's
+   * example through the whole pipeline.
+   */
+  example?: unknown;
+  /** Several warm-up inputs, each in the shape of one item; sent as batches when batching. */
+  examples?: unknown[];
+  /** Lines for the server's log, labelled with this worker's stage and id. */
+  log: WorkerLog = consoleLog;
+  /** This worker's own Prometheus metrics, shown in the server's `/metrics` with a worker label. */
+  readonly metrics = new WorkerMetrics();
 
   /** Runs once in the worker before it takes work: load the model here. */
   init(): void | Promise<void> {}

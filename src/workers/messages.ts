@@ -4,6 +4,7 @@
  * without a copy.
  */
 import type { WireError } from "../errors.js";
+import type { WorkerMetricsReport } from "../metrics/registry.js";
 import type { RequestMeta } from "../worker.js";
 
 /** What a worker needs to know to start, given when it is spawned. */
@@ -43,11 +44,13 @@ export type ItemResult =
   | { ok: true; value: unknown; transfer?: ArrayBuffer[] }
   | { ok: false; error: WireError };
 
-/** Worker to coordinator: the worker has run `init()` and takes work. */
+/** Worker to coordinator: the worker has run `init()` and its warm-up, and takes work. */
 export interface ReadyMessage {
   kind: "ready";
   /** Content-type of what this worker encodes. */
   contentType: string;
+  /** The Worker's first warm-up example, if it declares any (used by `--dry-run`). */
+  example?: unknown;
 }
 
 /** Worker to coordinator: the batch `seq` is done; either one result per item or one error for all. */
@@ -63,7 +66,13 @@ export interface LogMessage {
   kind: "log";
   level: "debug" | "info" | "warn" | "error";
   msg: string;
-  stack?: string;
+  fields?: Record<string, unknown>;
+}
+
+/** Worker to coordinator: the latest values of the Worker's own metrics. */
+export interface MetricsMessage {
+  kind: "metrics";
+  metrics: WorkerMetricsReport;
 }
 
 /** Worker to coordinator: the worker cannot start (module, class or `init()` failed). */
@@ -73,4 +82,4 @@ export interface FatalMessage {
 }
 
 export type ToWorker = BatchMessage;
-export type FromWorker = ReadyMessage | ResultMessage | LogMessage | FatalMessage;
+export type FromWorker = ReadyMessage | ResultMessage | LogMessage | MetricsMessage | FatalMessage;

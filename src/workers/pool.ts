@@ -1,4 +1,4 @@
-import { ShoalError, errorFromWire, type WireError } from "../errors.js";
+import { ShoalError, type WireError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { StageMetrics } from "../metrics/registry.js";
 import type { Task } from "../scheduling/task.js";
@@ -162,7 +162,10 @@ export class Pool {
         return;
       }
       case "log":
-        this.#log[message.level]({ worker: handle.workerId, stack: message.stack }, message.msg);
+        this.#log[message.level]({ ...message.fields, worker: handle.workerId }, message.msg);
+        return;
+      case "metrics":
+        this.#options.metrics.workerReport(handle.workerId, message.metrics);
         return;
       case "fatal":
         handle.fatal = message.error;
@@ -194,7 +197,8 @@ export class Pool {
       this.#owner.onBatchLost(tasks, new ShoalError("WORKER_DIED", "the worker running this request died"));
     }
     if (this.#closing) return;
-    const why = handle.fatal ? (handle.fatal.stack ?? errorFromWire(handle.fatal).publicMessage) : reason;
+    const why = handle.fatal?.message || reason;
+    if (handle.fatal?.stack !== undefined) this.#log.error({ worker: handle.workerId, err: handle.fatal.stack }, "worker failed to start");
     if (!this.#started && startup) {
       startup.failed(why);
       return;

@@ -1,6 +1,7 @@
 import { errorToWire, type WireError } from "../errors.js";
-import type { RequestMeta, Worker, WorkerClass } from "../worker.js";
-import type { BatchMessage, ItemResult, ResultMessage, WorkerBoot } from "./messages.js";
+import { REPORT_INTERVAL_MS } from "../metrics/worker-metrics.js";
+import type { RequestMeta, Worker, WorkerClass, WorkerLog } from "../worker.js";
+import type { BatchMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, WorkerBoot } from "./messages.js";
 import { transferablesOf } from "./transfer.js";
 
 /** A result message and the buffers it moves. */
@@ -19,14 +20,66 @@ export class WorkerRuntime {
     readonly boot: WorkerBoot,
   ) {}
 
-  /** Constructs the Worker, sets its identity and runs its `init()`. */
-  static async start(cls: WorkerClass, boot: WorkerBoot): Promise<WorkerRuntime> {
+  /**
+   * Constructs the Worker, gives it its identity and log, runs its `init()` and its warm-up
+   * examples, and starts reporting its metrics through `send`.
+   */
+  static async start(cls: WorkerClass, boot: WorkerBoot, send: (message: FromWorker) => void): Promise<WorkerRuntime> {
     const worker = new cls();
     worker.workerId = boot.workerId;
     worker.stage = boot.stageName;
     worker.maxBatchSize = boot.maxBatchSize;
+    worker.log = logTo(send);
     await worker.init();
-    return new WorkerRuntime(worker, boot);
+    const runtime = new WorkerRuntime(worker, boot);
+    await runtime.#warmUp();
+    runtime.#reportMetrics(send);
+    return runtime;
+  }
+
+  /** The message that tells the coordinator this worker takes work. */
+  get ready(): ReadyMessage {
+    const { worker } = this;
+    const example = worker.examples?.[0] ?? worker.example;
+    return example === undefined ? { kind: "ready", contentType: worker.contentType } : { kind: "ready", contentType: worker.contentType, example };
+  }
+
+  // Runs the declared examples through forward(), in batches when the stage batches. A failure
+  // stops the worker from starting, with a message that names the worker and the example.
+  async #warmUp(): Promise<void> {
+    const { worker, boot } = this;
+    const examples = worker.examples ?? (worker.example === undefined ? [] : [worker.example]);
+    const size = boot.maxBatchSize;
+    for (let i = 0; i < examples.length; i += size) {
+      const chunk = examples.slice(i, i + size);
+      const metas = chunk.map(() => ({ requestId: "warm-up", headers: {}, deadline: Infinity, route: "" }));
+      const which = chunk.length === 1 ? `example ${i + 1}` : `examples ${i + 1}-${i + chunk.length}`;
+      const fail = (why: string) =>
+        new Error(`warm-up of ${boot.stageName} worker ${boot.workerId} failed on ${which} of ${examples.length} (${preview(chunk[0])}): ${why}`);
+      let outputs: unknown[];
+      try {
+        outputs = await this.#forward(chunk, metas);
+      } catch (err) {
+        throw fail(err instanceof Error ? err.message : String(err));
+      }
+      if (!Array.isArray(outputs) || outputs.length !== chunk.length) throw fail(`forward() did not return one result per example`);
+      const error = outputs.find((out): out is Error => out instanceof Error);
+      if (error !== undefined) throw fail(error.message);
+    }
+  }
+
+  // Sends the Worker's own metrics to the coordinator while it has any, when they change.
+  #reportMetrics(send: (message: FromWorker) => void): void {
+    const { registry } = this.worker.metrics;
+    let last = "";
+    setInterval(async () => {
+      if (registry.getMetricsAsArray().length === 0) return;
+      const metrics = await registry.getMetricsAsJSON();
+      const text = JSON.stringify(metrics);
+      if (text === last) return;
+      last = text;
+      send({ kind: "metrics", metrics });
+    }, REPORT_INTERVAL_MS).unref();
   }
 
   async run(batch: BatchMessage): Promise<Outgoing> {
@@ -104,4 +157,20 @@ function exclusive(body: Uint8Array): Uint8Array {
   if (!(body instanceof Uint8Array)) throw new TypeError(`encode() must return a Uint8Array, not ${typeof body}`);
   if (body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer) return body;
   return Uint8Array.prototype.slice.call(body);
+}
+
+function logTo(send: (message: LogMessage) => void): WorkerLog {
+  const line = (level: LogMessage["level"]) => (msg: string, fields?: Record<string, unknown>) =>
+    send(fields === undefined ? { kind: "log", level, msg } : { kind: "log", level, msg, fields });
+  return { debug: line("debug"), info: line("info"), warn: line("warn"), error: line("error") };
+}
+
+function preview(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }

@@ -24,7 +24,7 @@ async function start(): Promise<WorkerRuntime> {
         "call appendWorker() unconditionally, in the same order, at the module's top level",
     );
   }
-  return WorkerRuntime.start(cls, boot);
+  return WorkerRuntime.start(cls, boot, post);
 }
 
 try {
@@ -38,7 +38,7 @@ try {
       post({ kind: "result", seq: batch.seq, error: errorToWire(err, "SERVER") });
     }
   });
-  post({ kind: "ready", contentType: runtime.worker.contentType });
+  post(runtime.ready);
 } catch (err) {
   post({ kind: "fatal", error: errorToWire(err, "SERVER") });
   // Let the message flush before the thread ends.
