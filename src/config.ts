@@ -18,6 +18,8 @@ export interface ServerConfig {
   logFormat: "json" | "pretty";
   /** Prefix of every Prometheus metric name. */
   namespace: string;
+  /** Start one worker per stage, run each route's example through its pipeline, report, exit. */
+  dryRun: boolean;
 }
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
@@ -47,6 +49,7 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--max-request-size <bytes>", "largest request body; larger ones get 413").env("SHOAL_MAX_REQUEST_SIZE").argParser(integer(1)).default(defaults.maxRequestSize),
     new Option("--log-level <level>", "least severe log level written").env("SHOAL_LOG_LEVEL").choices(LOG_LEVELS).default(defaults.logLevel),
     new Option("--log-format <format>", "json, or pretty for readable lines").env("SHOAL_LOG_FORMAT").choices(["json", "pretty"]).default(defaults.logFormat),
+    new Option("--dry-run", "start one worker per stage, send each route's example through its pipeline, print timings and exit").env("SHOAL_DRY_RUN").default(defaults.dryRun),
     new Option("--namespace <prefix>", "prefix of every Prometheus metric name").env("SHOAL_NAMESPACE").argParser(metricPrefix).default(defaults.namespace),
   ];
 }
@@ -62,6 +65,7 @@ export function defaultConfig(): ServerConfig {
     logLevel: "info",
     logFormat: process.stdout.isTTY ? "pretty" : "json",
     namespace: "shoal",
+    dryRun: false,
   };
 }
 
@@ -88,5 +92,6 @@ export function loadConfig(argv: readonly string[], defaults: Partial<ServerConf
     logLevel: o.logLevel,
     logFormat: o.logFormat,
     namespace: o.namespace,
+    dryRun: Boolean(o.dryRun),
   };
 }

@@ -102,7 +102,9 @@ export class Stage implements PoolOwner {
     this.#pump();
   }
 
-  onBatchDone(tasks: Task[], result: ResultMessage, contentType: string): void {
+  onBatchDone(tasks: Task[], result: ResultMessage, contentType: string, elapsedMs: number): void {
+    this.#metrics.forward(elapsedMs);
+    for (const task of tasks) task.trace?.push({ stage: this.name, ms: elapsedMs });
     if (result.error !== undefined) {
       this.#logUnexpected(result.error.stack, tasks[0]);
       const error = errorFromWire(result.error);
@@ -162,7 +164,7 @@ export class Stage implements PoolOwner {
     const transfer: ArrayBuffer[] = [];
     for (let i = 0; i < tasks.length; i++) {
       const task = tasks[i]!;
-      items[i] = { payload: task.payload, ingress: task.ingress, egress: task.egress, meta: task.meta };
+      items[i] = { payload: task.payload, ingress: task.ingress && !task.decoded, egress: task.egress, meta: task.meta };
       if (task.transfer !== undefined) transfer.push(...task.transfer);
       // The worker has the payload now; do not keep it alive here.
       task.payload = undefined;

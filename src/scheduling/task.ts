@@ -35,6 +35,10 @@ export class Task {
   payload: unknown;
   /** Buffers in `payload` to move, not copy, to the worker. */
   transfer: ArrayBuffer[] | undefined;
+  /** The first stage's input is already a value, not request bytes (dry runs). */
+  decoded = false;
+  /** When set, each stage appends how long its forward call took (dry runs). */
+  trace: { stage: string; ms: number }[] | undefined;
 
   readonly #reply: Reply;
 

@@ -9,6 +9,7 @@ import { resolveStageOptions, type ResolvedStageOptions, type StageOptions } fro
 import type { WorkerClass } from "../worker.js";
 import { workerContext } from "../workers/context.js";
 import { threadChannel } from "../workers/thread-channel.js";
+import { dryRun } from "./dry-run.js";
 import { HttpFront } from "./http.js";
 
 /** Settings given in code: defaults that CLI flags and `SHOAL_*` variables override. */
@@ -69,6 +70,8 @@ export class Server {
     const config = loadConfig(argv, this.#defaults);
     const logger = createLogger(config);
     try {
+      if (this.#specs.length === 0) throw new Error("no stages: call appendWorker() before run()");
+      if (config.dryRun) process.exit((await this.#dryRun(config, logger)) ? 0 : 1);
       await this.#start(config, logger);
     } catch (err) {
       logger.fatal((err as Error).message);
@@ -77,21 +80,27 @@ export class Server {
     }
   }
 
-  async #start(config: ServerConfig, logger: Logger): Promise<void> {
-    if (this.#specs.length === 0) throw new Error("no stages: call appendWorker() before run()");
-    let front: HttpFront | undefined;
-    const metrics: Metrics = new Metrics(config.namespace, (): readonly Stage[] => stages, () => front?.inFlight ?? 0);
+  // The stages and the routes' pipelines. `oneWorker` starts a single worker per stage.
+  #build(config: ServerConfig, logger: Logger, metrics: Metrics, oneWorker = false): { stages: Stage[]; routes: Map<string, Route> } {
     const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, channel: threadChannel, logger, metrics };
-    const stages: Stage[] = this.#specs.map((spec, index) => new Stage(spec.name, index, spec.cls.name, spec.options, context));
-    const pipelines = new Map<string, Stage[]>();
+    const stages = this.#specs.map((spec, index) => {
+      const options = oneWorker ? { ...spec.options, num: 1, env: spec.options.env?.slice(0, 1) } : spec.options;
+      return new Stage(spec.name, index, spec.cls.name, options, context);
+    });
+    const routes = new Map<string, Route>();
     for (const stage of stages) {
       for (const path of stage.options.routes) {
-        const list = pipelines.get(path) ?? [];
-        list.push(stage);
-        pipelines.set(path, list);
+        const route = routes.get(path) ?? { path, stages: [] };
+        routes.set(path, { path, stages: [...route.stages, stage] });
       }
     }
-    const routes = new Map<string, Route>([...pipelines].map(([path, list]) => [path, { path, stages: list }]));
+    return { stages, routes };
+  }
+
+  async #start(config: ServerConfig, logger: Logger): Promise<void> {
+    let front: HttpFront | undefined;
+    const metrics: Metrics = new Metrics(config.namespace, (): readonly Stage[] => stages, () => front?.inFlight ?? 0);
+    const { stages, routes } = this.#build(config, logger, metrics);
     const health = {
       notReady: () => {
         const down = stages.filter((s) => s.pool.live === 0).map((s) => s.name);
@@ -104,7 +113,7 @@ export class Server {
       {
         address: address.address,
         port: address.port,
-        routes: Object.fromEntries([...pipelines].map(([path, list]) => [path, list.map((s) => s.name)])),
+        routes: Object.fromEntries([...routes.values()].map((r) => [r.path, r.stages.map((s) => s.name)])),
         stages: stages.map((s) => ({ name: s.name, num: s.options.num, maxBatchSize: s.options.maxBatchSize, maxWaitMs: s.options.maxWaitMs })),
       },
       `listening on http://${address.address}:${address.port}`,
@@ -118,6 +127,18 @@ export class Server {
       throw err;
     }
     logger.info("ready");
+  }
+
+  // One worker per stage, each route's example through its whole pipeline, no HTTP port.
+  async #dryRun(config: ServerConfig, logger: Logger): Promise<boolean> {
+    const metrics = new Metrics(config.namespace, () => [], () => 0);
+    const { stages, routes } = this.#build(config, logger, metrics, true);
+    try {
+      await Promise.all(stages.map((s) => s.pool.start()));
+      return await dryRun([...routes.values()], config.timeoutMs, (line) => process.stdout.write(`${line}\n`));
+    } finally {
+      for (const stage of stages) stage.pool.close();
+    }
   }
 
   #handleSignals(front: HttpFront, stages: Stage[], config: ServerConfig, logger: Logger): void {

@@ -9,8 +9,8 @@ import type { BatchMessage, FromWorker, ResultMessage, WorkerBoot } from "./mess
 export interface PoolOwner {
   /** A worker is free: pull more work. */
   onWorkerFree(): void;
-  /** A batch came back from the worker. */
-  onBatchDone(tasks: Task[], result: ResultMessage, contentType: string): void;
+  /** A batch came back from the worker after `elapsedMs` (IPC included). */
+  onBatchDone(tasks: Task[], result: ResultMessage, contentType: string, elapsedMs: number): void;
   /** A batch will not come back (timeout or dead worker): fail its tasks. */
   onBatchLost(tasks: Task[], error: ShoalError): void;
 }
@@ -63,6 +63,8 @@ export class Pool {
   readonly #log: Logger;
   readonly #idle: WorkerHandle[] = [];
   readonly #handles = new Map<number, WorkerHandle>();
+  /** The warm-up example a worker of this stage declared, if any. */
+  example: unknown;
   #backoffMs = 0;
   #closing = false;
   #started = false;
@@ -143,6 +145,7 @@ export class Pool {
       case "ready":
         handle.state = "idle";
         handle.contentType = message.contentType;
+        if (message.example !== undefined) this.example = message.example;
         this.#backoffMs = 0;
         this.#idle.push(handle);
         this.#log.debug({ worker: handle.workerId }, "worker ready");
@@ -152,12 +155,11 @@ export class Pool {
       case "result": {
         if (handle.batch === null || message.seq !== handle.seq) return;
         clearTimeout(handle.timer);
-        this.#options.metrics.forward(performance.now() - handle.sentAt);
         const tasks = handle.batch;
         handle.batch = null;
         handle.state = "idle";
         this.#idle.push(handle);
-        this.#owner.onBatchDone(tasks, message, handle.contentType);
+        this.#owner.onBatchDone(tasks, message, handle.contentType, performance.now() - handle.sentAt);
         this.#owner.onWorkerFree();
         return;
       }
