@@ -72,12 +72,12 @@ export class HttpFront {
   }
 
   /**
-   * Stops taking requests (new ones get 503) and resolves when every accepted request is
-   * answered, or after `timeoutMs`.
+   * Stops taking requests and resolves when every accepted request is answered, or after
+   * `timeoutMs`. The port stays open meanwhile, so new requests and probes get a clear 503
+   * rather than a refused connection.
    */
   drain(timeoutMs: number): Promise<void> {
     this.#draining = true;
-    this.#server.close();
     if (this.#inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, timeoutMs);
@@ -89,9 +89,11 @@ export class HttpFront {
   }
 
   /** Closes every connection and releases the port. */
-  close(): void {
-    this.#server.closeAllConnections();
-    this.#server.close();
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#server.close(() => resolve());
+      this.#server.closeAllConnections();
+    });
   }
 
   #handle(req: IncomingMessage, res: ServerResponse): void {

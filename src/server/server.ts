@@ -123,7 +123,7 @@ export class Server {
       await Promise.all(stages.map((s) => s.pool.start()));
     } catch (err) {
       for (const stage of stages) stage.pool.close();
-      front.close();
+      await front.close();
       throw err;
     }
     logger.info("ready");
@@ -152,7 +152,7 @@ export class Server {
       logger.info({ signal, inFlight: front.inFlight }, "draining");
       await front.drain(config.timeoutMs);
       for (const stage of stages) stage.pool.close();
-      front.close();
+      await front.close();
       logger.info("stopped");
       process.exit(0);
     };
