@@ -5,11 +5,13 @@ const ENTRY = new URL("./thread-entry.js", import.meta.url);
 
 /**
  * Runs a worker in a worker thread and talks to it over its MessagePort. The thread inherits
- * the process's `execArgv`, so a loader such as tsx applies there too.
+ * the process's `execArgv`, so a loader such as tsx applies there too, and sees the process's
+ * arguments, so a server module that reads them registers the same stages in the worker.
  */
 export const threadChannel: ChannelFactory = (boot, env, events) => {
   const thread = new Thread(ENTRY, {
     workerData: boot,
+    argv: process.argv.slice(2),
     env: env ? { ...process.env, ...env } : process.env,
   });
   let reason = "";
