@@ -1,7 +1,7 @@
 /**
  * Every message between the coordinator and a worker, in one place for both ends. Threads carry
  * them over a MessagePort with structured clone; buffers listed in a transfer list move
- * without a copy.
+ * without a copy. Processes carry them in the frames of wire.ts (see docs/protocol.md).
  */
 import type { WireError } from "../errors.js";
 import type { WorkerMetricsReport } from "../metrics/registry.js";
@@ -19,6 +19,14 @@ export interface WorkerBoot {
   /** 1..num within the stage. */
   workerId: number;
   maxBatchSize: number;
+}
+
+/**
+ * Coordinator to a process worker, first thing on its socket: what a thread gets as its
+ * `workerData`.
+ */
+export interface BootMessage extends WorkerBoot {
+  kind: "boot";
 }
 
 /** One item of a batch, coordinator to worker. */
