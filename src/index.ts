@@ -5,7 +5,7 @@
  */
 export { Server, type ServerOptions } from "./server/server.js";
 export { Worker, type WorkerClass, type RequestMeta } from "./worker.js";
-export type { StageOptions } from "./stage-options.js";
+export type { StageOptions, Isolation } from "./stage-options.js";
 export type { ServerConfig } from "./config.js";
 export { codecs, json, msgpack, bytes, type Codec } from "./codecs.js";
 export {

@@ -17,6 +17,7 @@ const stageOptionsSchema = z.strictObject({
   timeoutMs: z.number().positive().optional(),
   route: z.union([routePath, z.array(routePath).min(1)]).default("/inference"),
   env: z.array(z.record(z.string(), z.string())).optional(),
+  isolation: z.enum(["thread", "process"]).default("thread"),
 });
 
 /** Options of one stage, as given to `appendWorker()`. */
@@ -31,9 +32,34 @@ export interface StageOptions {
   timeoutMs?: number;
   /** The route (or routes) whose pipeline this stage joins (default `/inference`). */
   route?: string | string[];
-  /** Extra environment for each worker, one entry per worker (`env.length` must equal `num`). */
+  /**
+   * Extra environment for each worker, one entry per worker (`env.length` must equal `num`). A
+   * thread sees it in `process.env` only; native code (a CUDA runtime reading
+   * `CUDA_VISIBLE_DEVICES`, say) sees it only with `isolation: "process"`.
+   */
   env?: Record<string, string>[];
+  /**
+   * Where the workers run (default `"thread"`: worker threads of the server's process).
+   * `"process"` runs each in a child process of its own, for native code that may crash (a
+   * crash takes down that worker only, and the pool replaces it), real per-worker environment
+   * variables, and memory of its own. Process workers take longer to start, and values between
+   * stages are copied through a Unix socket in the frames of `docs/protocol.md` instead of
+   * moving between threads.
+   *
+   * @example
+   * ```ts
+   * server.appendWorker(Model, {
+   *   num: 2,
+   *   isolation: "process",
+   *   env: [{ CUDA_VISIBLE_DEVICES: "0" }, { CUDA_VISIBLE_DEVICES: "1" }],
+   * });
+   * ```
+   */
+  isolation?: Isolation;
 }
+
+/** Where a stage's workers run: threads of the server's process, or child processes. */
+export type Isolation = "thread" | "process";
 
 /** Stage options after validation, with defaults filled in. */
 export interface ResolvedStageOptions {
@@ -43,6 +69,7 @@ export interface ResolvedStageOptions {
   timeoutMs: number | undefined;
   routes: string[];
   env: Record<string, string>[] | undefined;
+  isolation: Isolation;
 }
 
 /**
@@ -57,10 +84,10 @@ export function resolveStageOptions(stage: string, options: StageOptions = {}): 
     const what = issue.code === "unrecognized_keys" ? `unknown option '${issue.keys.join("', '")}'` : `${where}: ${issue.message}`;
     throw new TypeError(`invalid stage ${stage}: ${what}`);
   }
-  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env } = parsed.data;
+  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env, isolation } = parsed.data;
   if (env !== undefined && env.length !== num) {
     throw new TypeError(`invalid stage ${stage}: option 'env' has ${env.length} entries for num ${num}; give one per worker`);
   }
   const routes = [...new Set(Array.isArray(route) ? route : [route])];
-  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env };
+  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env, isolation };
 }

@@ -5,12 +5,17 @@ import { createLogger, type Logger } from "../logger.js";
 import { Metrics } from "../metrics/registry.js";
 import type { Route } from "../scheduling/task.js";
 import { Stage } from "../scheduling/stage.js";
-import { resolveStageOptions, type ResolvedStageOptions, type StageOptions } from "../stage-options.js";
+import { resolveStageOptions, type Isolation, type ResolvedStageOptions, type StageOptions } from "../stage-options.js";
 import type { WorkerClass } from "../worker.js";
 import { workerContext } from "../workers/context.js";
+import type { ChannelFactory } from "../workers/channel.js";
+import { processChannel } from "../workers/process-channel.js";
 import { threadChannel } from "../workers/thread-channel.js";
 import { dryRun } from "./dry-run.js";
 import { HttpFront } from "./http.js";
+
+/** How each kind of stage isolation starts and talks to its workers. */
+const CHANNELS: Record<Isolation, ChannelFactory> = { thread: threadChannel, process: processChannel };
 
 /** Settings given in code: defaults that CLI flags and `SHOAL_*` variables override. */
 export type ServerOptions = Partial<ServerConfig>;
@@ -25,8 +30,9 @@ interface StageSpec {
  * Serves Workers over HTTP. Append stages with {@link Server.appendWorker}, then call
  * {@link Server.run}.
  *
- * Workers run in worker threads that import the server's main module again to find their
- * class (as Node's cluster does): keep `appendWorker()` calls at the module's top level, and
+ * Workers run in worker threads (or child processes, with the stage option `isolation:
+ * "process"`) that import the server's main module again to find their class (as Node's
+ * cluster does): keep `appendWorker()` calls at the module's top level, and
  * expect other top-level code to run once per worker too. Inside a worker, `run()` does nothing.
  *
  * @example
@@ -82,10 +88,10 @@ export class Server {
 
   // The stages and the routes' pipelines. `oneWorker` starts a single worker per stage.
   #build(config: ServerConfig, logger: Logger, metrics: Metrics, oneWorker = false): { stages: Stage[]; routes: Map<string, Route> } {
-    const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, channel: threadChannel, logger, metrics };
+    const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, logger, metrics };
     const stages = this.#specs.map((spec, index) => {
       const options = oneWorker ? { ...spec.options, num: 1, env: spec.options.env?.slice(0, 1) } : spec.options;
-      return new Stage(spec.name, index, spec.cls.name, options, context);
+      return new Stage(spec.name, index, spec.cls.name, options, { ...context, channel: CHANNELS[options.isolation] });
     });
     const routes = new Map<string, Route>();
     for (const stage of stages) {
