@@ -1,7 +1,8 @@
-/** The process-worker wire protocol: the test vectors of docs/protocol.md, byte for byte, and the framer. */
+/** The process-worker wire protocol: the test vectors and docs/protocol.md, byte for byte, and the framer. */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
+import { ERRORS } from "../src/errors.js";
 import { FLAG, FrameDecoder, HEADER_BYTES, KIND, MAX_FRAME_BYTES, OFFSET, PROTOCOL_VERSION, ProtocolError, SIZE, decodeFrame, encodeFrame, type WireMessage } from "../src/workers/wire.js";
 
 interface Vector {
@@ -170,5 +171,36 @@ describe("frame decoder", () => {
     new DataView(huge.buffer).setUint32(0, MAX_FRAME_BYTES + 1, true);
     assert.throws(() => new FrameDecoder().push(huge), ProtocolError);
     assert.throws(() => new FrameDecoder().push(Uint8Array.of(3, 0, 0, 0)), /not between 12 and/);
+  });
+});
+
+describe("docs/protocol.md", () => {
+  const doc = readFileSync(new URL("../docs/protocol.md", import.meta.url), "utf8");
+
+  test("the worked example shows the vectors' bytes", () => {
+    const blocks = [...doc.matchAll(/<!-- vector: ([\w-]+) -->\n```text\n([\s\S]*?)```/g)];
+    assert.deepEqual(
+      blocks.map((b) => b[1]),
+      ["batch-request-bytes", "result-response-bytes"],
+    );
+    for (const [, name, block] of blocks) {
+      // Each line is bytes, two spaces or more, then what they mean.
+      const bytes = block!.split("\n").filter((line) => line.length > 0).map((line) => line.split(/\s{2,}/)[0]!);
+      for (const part of bytes) assert.match(part, /^[0-9a-f]{2}( [0-9a-f]{2})*$/, `${name}: ${part}`);
+      assert.equal(bytes.join("").replaceAll(" ", ""), vectors.find((v) => v.name === name)!.hex, name!);
+    }
+  });
+
+  test("the kind table gives every kind its code", () => {
+    for (const [kind, code] of Object.entries(KIND)) assert.ok(doc.includes(`| \`0x${code.toString(16).padStart(2, "0")}\` | \`${kind}\` |`), kind);
+  });
+
+  test("the codes a worker sends have the status and prefix of the error table", () => {
+    const rows = [...doc.matchAll(/^\| `([A-Z_]+)` \| (\d+) \| ([^|]+) \|/gm)];
+    assert.ok(rows.length >= 6);
+    for (const [, code, status, prefix] of rows) {
+      const kind = (ERRORS as Record<string, { status: number; prefix: string }>)[code!];
+      assert.deepEqual({ code, status: Number(status), prefix: prefix!.trim() }, { code, status: kind?.status, prefix: kind?.prefix });
+    }
   });
 });
