@@ -5,6 +5,8 @@
  */
 export { Server, type ServerOptions } from "./server/server.js";
 export { Worker, type WorkerClass, type RequestMeta } from "./worker.js";
+export { typed, typedBatch, type ItemWorker, type BatchWorker, type WorkerSchemas } from "./typed-worker.js";
+export type { Schema } from "./schema.js";
 export type { StageOptions, Isolation } from "./stage-options.js";
 export type { ServerConfig } from "./config.js";
 export { codecs, json, msgpack, bytes, type Codec } from "./codecs.js";

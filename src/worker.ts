@@ -1,5 +1,6 @@
 import { json, type Codec } from "./codecs.js";
 import { WorkerMetrics } from "./metrics/worker-metrics.js";
+import type { Schema } from "./schema.js";
 
 /** A worker's log: lines go to the server's log, labelled with the stage and worker id. */
 export interface WorkerLog {
@@ -47,6 +48,25 @@ export interface RequestMeta {
  * ```
  */
 export abstract class Worker {
+  /**
+   * The zod schema of one input item. At a route's first stage the worker parses each decoded
+   * item with it: an item that fails is answered 422 with the path of each failing field (the
+   * rest of its batch goes on), and `forward()` receives the parsed value. `/openapi.json` shows
+   * it as the route's request body. {@link typed} sets it and types `forward()` by it.
+   */
+  static input?: Schema;
+  /**
+   * The zod schema of one output item: `/openapi.json` shows it as the response body of the
+   * routes this stage ends. Requests do not pay for a check of every result; the outputs of the
+   * warm-up examples are checked against it at start-up.
+   */
+  static output?: Schema;
+  /**
+   * When true, `forward()` receives arrays (of 1..maxBatchSize items) even when `maxBatchSize`
+   * is 1. {@link typedBatch} sets it.
+   */
+  static batched = false;
+
   /** 1..num within the stage. Set before `init()` runs (not yet inside the constructor). */
   workerId = 0;
   /** The stage's name, e.g. `"CalculateExp_1"`. Set before `init()` runs. */
@@ -97,5 +117,5 @@ export abstract class Worker {
   }
 }
 
-/** A class that builds a {@link Worker}. */
-export type WorkerClass = new () => Worker;
+/** A class that builds a {@link Worker}, with its static declarations. */
+export type WorkerClass = (new () => Worker) & Pick<typeof Worker, "input" | "output" | "batched">;

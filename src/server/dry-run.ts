@@ -16,7 +16,8 @@ export async function dryRun(routes: readonly Route[], timeoutMs: number, print:
   let ok = true;
   for (const route of routes) {
     const first = route.stages[0]!;
-    if (first.pool.example === undefined) {
+    const example = first.pool.declared?.example;
+    if (example === undefined) {
       print(`${route.path}: skipped, ${first.name} declares no example`);
       continue;
     }
@@ -24,7 +25,7 @@ export async function dryRun(routes: readonly Route[], timeoutMs: number, print:
     const trace: { stage: string; ms: number }[] = [];
     const outcome = await new Promise<Outcome>((resolve) => {
       const meta = { requestId: "dry-run", headers: {}, deadline: Date.now() + timeoutMs, route: route.path };
-      const task = new Task(route, meta, started + timeoutMs, first.pool.example, undefined, {
+      const task = new Task(route, meta, started + timeoutMs, example, undefined, {
         send: (body, contentType) => resolve({ status: 200, detail: `${body.byteLength} bytes of ${contentType}` }),
         fail: (error: ShoalError) => resolve({ status: error.status, detail: error.publicMessage }),
         release: () => {},

@@ -5,6 +5,7 @@
  */
 import type { WireError } from "../errors.js";
 import type { WorkerMetricsReport } from "../metrics/registry.js";
+import type { JsonSchema } from "../schema.js";
 import type { RequestMeta } from "../worker.js";
 
 /** What a worker needs to know to start, given when it is spawned. */
@@ -59,6 +60,8 @@ export interface ReadyMessage {
   contentType: string;
   /** The Worker's first warm-up example, if it declares any (used by `--dry-run`). */
   example?: unknown;
+  /** JSON Schemas of one input item and one output item, as far as the Worker declares them (for `/openapi.json`). */
+  schemas?: { input?: JsonSchema; output?: JsonSchema };
 }
 
 /** Worker to coordinator: the batch `seq` is done; either one result per item or one error for all. */

@@ -3,7 +3,7 @@ import type { Logger } from "../logger.js";
 import type { StageMetrics } from "../metrics/registry.js";
 import type { Task } from "../scheduling/task.js";
 import type { Channel, ChannelFactory } from "./channel.js";
-import type { BatchMessage, FromWorker, ResultMessage, WorkerBoot } from "./messages.js";
+import type { BatchMessage, FromWorker, ReadyMessage, ResultMessage, WorkerBoot } from "./messages.js";
 
 /** What a pool tells the stage that owns it. */
 export interface PoolOwner {
@@ -63,8 +63,11 @@ export class Pool {
   readonly #log: Logger;
   readonly #idle: WorkerHandle[] = [];
   readonly #handles = new Map<number, WorkerHandle>();
-  /** The warm-up example a worker of this stage declared, if any. */
-  example: unknown;
+  /**
+   * What the stage's workers declared when they became ready: content-type, warm-up example and
+   * schemas. Undefined until the first worker is ready.
+   */
+  declared: ReadyMessage | undefined;
   #backoffMs = 0;
   #closing = false;
   #started = false;
@@ -145,7 +148,7 @@ export class Pool {
       case "ready":
         handle.state = "idle";
         handle.contentType = message.contentType;
-        if (message.example !== undefined) this.example = message.example;
+        this.declared = message;
         this.#backoffMs = 0;
         this.#idle.push(handle);
         this.#log.debug({ worker: handle.workerId }, "worker ready");

@@ -1,7 +1,8 @@
 import { errorToWire, type WireError } from "../errors.js";
 import { REPORT_INTERVAL_MS } from "../metrics/worker-metrics.js";
+import { parseItem, toJsonSchema, type Schema } from "../schema.js";
 import type { RequestMeta, Worker, WorkerClass, WorkerLog } from "../worker.js";
-import type { BatchMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, WorkerBoot } from "./messages.js";
+import type { BatchItem, BatchMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, WorkerBoot } from "./messages.js";
 import { transferablesOf } from "./transfer.js";
 
 /** A result message and the buffers it moves. */
@@ -15,10 +16,22 @@ export interface Outgoing {
  * batch as decode (first stage) → forward → encode (last stage), keeping failures per item.
  */
 export class WorkerRuntime {
+  // What the Worker class declares: item schemas, and whether forward() always takes arrays.
+  readonly #input: Schema | undefined;
+  readonly #output: Schema | undefined;
+  readonly #batched: boolean;
+  // The first warm-up example as forward() received it (parsed), for --dry-run.
+  #example: unknown;
+
   private constructor(
     readonly worker: Worker,
     readonly boot: WorkerBoot,
-  ) {}
+  ) {
+    const cls = worker.constructor as WorkerClass;
+    this.#input = cls.input;
+    this.#output = cls.output;
+    this.#batched = cls.batched;
+  }
 
   /**
    * Constructs the Worker, gives it its identity and log, runs its `init()` and its warm-up
@@ -37,25 +50,39 @@ export class WorkerRuntime {
     return runtime;
   }
 
-  /** The message that tells the coordinator this worker takes work. */
+  /**
+   * The message that tells the coordinator this worker takes work, with what the coordinator
+   * may know of the Worker without running its code: its content-type, its first example, and
+   * its schemas in JSON Schema (for `/openapi.json`).
+   */
   get ready(): ReadyMessage {
-    const { worker } = this;
-    const example = worker.examples?.[0] ?? worker.example;
-    return example === undefined ? { kind: "ready", contentType: worker.contentType } : { kind: "ready", contentType: worker.contentType, example };
+    const message: ReadyMessage = { kind: "ready", contentType: this.worker.contentType };
+    if (this.#example !== undefined) message.example = this.#example;
+    if (this.#input !== undefined || this.#output !== undefined) {
+      message.schemas = {};
+      if (this.#input !== undefined) message.schemas.input = toJsonSchema(this.#input, "input");
+      if (this.#output !== undefined) message.schemas.output = toJsonSchema(this.#output, "output");
+    }
+    return message;
   }
 
-  // Runs the declared examples through forward(), in batches when the stage batches. A failure
-  // stops the worker from starting, with a message that names the worker and the example.
+  // Runs the declared examples through forward(), in batches when the stage batches, checking
+  // them against the input schema and their results against the output schema. A failure stops
+  // the worker from starting, with a message that names the worker and the example.
   async #warmUp(): Promise<void> {
     const { worker, boot } = this;
     const examples = worker.examples ?? (worker.example === undefined ? [] : [worker.example]);
     const size = boot.maxBatchSize;
     for (let i = 0; i < examples.length; i += size) {
-      const chunk = examples.slice(i, i + size);
-      const metas = chunk.map(() => ({ requestId: "warm-up", headers: {}, deadline: Infinity, route: "" }));
-      const which = chunk.length === 1 ? `example ${i + 1}` : `examples ${i + 1}-${i + chunk.length}`;
+      const declared = examples.slice(i, i + size);
+      const metas = declared.map(() => ({ requestId: "warm-up", headers: {}, deadline: Infinity, route: "" }));
+      const which = declared.length === 1 ? `example ${i + 1}` : `examples ${i + 1}-${i + declared.length}`;
       const fail = (why: string) =>
-        new Error(`warm-up of ${boot.stageName} worker ${boot.workerId} failed on ${which} of ${examples.length} (${preview(chunk[0])}): ${why}`);
+        new Error(`warm-up of ${boot.stageName} worker ${boot.workerId} failed on ${which} of ${examples.length} (${preview(declared[0])}): ${why}`);
+      const chunk = await conforming(this.#input, declared).catch((err: Error) => {
+        throw fail(`an example does not match the input schema: ${err.message}`);
+      });
+      this.#example ??= chunk[0];
       let outputs: unknown[];
       try {
         outputs = await this.#forward(chunk, metas);
@@ -65,6 +92,9 @@ export class WorkerRuntime {
       if (!Array.isArray(outputs) || outputs.length !== chunk.length) throw fail(`forward() did not return one result per example`);
       const error = outputs.find((out): out is Error => out instanceof Error);
       if (error !== undefined) throw fail(error.message);
+      await conforming(this.#output, outputs).catch((err: Error) => {
+        throw fail(`a result does not match the output schema: ${err.message}`);
+      });
     }
   }
 
@@ -91,12 +121,13 @@ export class WorkerRuntime {
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
       if (item.ingress) {
-        try {
-          inputs.push(this.worker.decode(item.payload as Uint8Array));
-        } catch (err) {
-          results[i] = { ok: false, error: errorToWire(err, "DECODING") };
+        let input = this.#decode(item);
+        if (input.ok && this.#input !== undefined) input = await validate(this.#input, input.value);
+        if (!input.ok) {
+          results[i] = input;
           continue;
         }
+        inputs.push(input.value);
       } else {
         inputs.push(item.payload);
       }
@@ -128,8 +159,16 @@ export class WorkerRuntime {
     return { message: { kind: "result", seq, results }, transfer: [...transfer] };
   }
 
+  #decode(item: BatchItem): ItemResult {
+    try {
+      return { ok: true, value: this.worker.decode(item.payload as Uint8Array) };
+    } catch (err) {
+      return { ok: false, error: errorToWire(err, "DECODING") };
+    }
+  }
+
   #forward(inputs: unknown[], metas: RequestMeta[]): Promise<unknown[]> | unknown[] {
-    if (this.boot.maxBatchSize > 1) return Promise.resolve(this.worker.forward(inputs, metas)) as Promise<unknown[]>;
+    if (this.#batched || this.boot.maxBatchSize > 1) return Promise.resolve(this.worker.forward(inputs, metas)) as Promise<unknown[]>;
     return Promise.resolve(this.worker.forward(inputs[0], metas[0])).then((out) => [out]);
   }
 
@@ -157,6 +196,22 @@ function exclusive(body: Uint8Array): Uint8Array {
   if (!(body instanceof Uint8Array)) throw new TypeError(`encode() must return a Uint8Array, not ${typeof body}`);
   if (body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer) return body;
   return Uint8Array.prototype.slice.call(body);
+}
+
+// A decoded request parsed by the input schema. A ValidationError is the client's 422; anything
+// else thrown (a refinement with a bug) is a 500 whose stack is logged.
+async function validate(schema: Schema, value: unknown): Promise<ItemResult> {
+  try {
+    return { ok: true, value: await parseItem(schema, value) };
+  } catch (err) {
+    return { ok: false, error: errorToWire(err) };
+  }
+}
+
+// The values parsed by `schema`, or the values themselves when there is none. Rejects with the
+// first failure.
+function conforming(schema: Schema | undefined, values: unknown[]): Promise<unknown[]> {
+  return schema === undefined ? Promise.resolve(values) : Promise.all(values.map((value) => parseItem(schema, value)));
 }
 
 function logTo(send: (message: LogMessage) => void): WorkerLog {
