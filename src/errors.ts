@@ -29,6 +29,7 @@ export const ERRORS = {
   INTERNAL: { status: 500, prefix: "inference internal error" },
   WORKER_DIED: { status: 500, prefix: "worker died" },
   SHUTTING_DOWN: { status: 503, prefix: "service unavailable" },
+  NOT_READY: { status: 503, prefix: "service unavailable" },
 } as const satisfies Record<string, ErrorKind>;
 
 /** The code of a row of {@link ERRORS}. */

@@ -6,6 +6,7 @@ import { ShoalError } from "../errors.js";
 import type { Metrics } from "../metrics/registry.js";
 import { Task, type Reply, type Route } from "../scheduling/task.js";
 import { readBody } from "./body.js";
+import type { ApiDocs, Page } from "./docs.js";
 
 /** What the HTTP front asks the server about its health. */
 export interface Health {
@@ -29,15 +30,17 @@ export class HttpFront {
   readonly #config: ServerConfig;
   readonly #health: Health;
   readonly #metrics: Metrics;
+  readonly #docs: ApiDocs;
   #inFlight = 0;
   #draining = false;
   #drained: (() => void) | undefined;
 
-  constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics) {
+  constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics, docs: ApiDocs) {
     this.#routes = routes;
     this.#config = config;
     this.#health = health;
     this.#metrics = metrics;
+    this.#docs = docs;
     this.#server = createServer((req, res) => this.#handle(req, res));
   }
 
@@ -159,7 +162,7 @@ export class HttpFront {
   }
 
   #builtin(path: string, req: IncomingMessage, res: ServerResponse, requestId: string): void {
-    const known = path === "/" || path === "/healthz" || path === "/readyz" || path === "/metrics";
+    const known = path === "/" || path === "/healthz" || path === "/readyz" || path === "/metrics" || this.#docs.serves(path);
     if (!known) {
       sendError(res, requestId, new ShoalError("NOT_FOUND", path));
       return;
@@ -175,6 +178,13 @@ export class HttpFront {
           res.end(text);
         },
         (err: Error) => sendError(res, requestId, new ShoalError("SERVER", `metrics: ${err.message}`)),
+      );
+      return;
+    }
+    if (this.#docs.serves(path)) {
+      this.#docs.page(path).then(
+        (page) => sendPage(res, requestId, page),
+        (err: ShoalError) => sendError(res, requestId, err),
       );
       return;
     }
@@ -228,6 +238,12 @@ function sendJson(res: ServerResponse, requestId: string, status: number, value:
   const body = JSON.stringify(value);
   res.writeHead(status, { ...headers, "content-type": JSON_TYPE, "content-length": Buffer.byteLength(body), "x-request-id": requestId });
   res.end(body);
+}
+
+function sendPage(res: ServerResponse, requestId: string, page: Page): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(200, { "content-type": page.contentType, "content-length": page.body.byteLength, "cache-control": page.cacheControl, "x-request-id": requestId });
+  res.end(page.body);
 }
 
 /** Every error answer: the table's status and `{"error": "<prefix>: <detail>"}`. */

@@ -11,8 +11,10 @@ import { workerContext } from "../workers/context.js";
 import type { ChannelFactory } from "../workers/channel.js";
 import { processChannel } from "../workers/process-channel.js";
 import { threadChannel } from "../workers/thread-channel.js";
+import { ApiDocs } from "./docs.js";
 import { dryRun } from "./dry-run.js";
 import { HttpFront } from "./http.js";
+import { appInfo, openApiDocument } from "./openapi.js";
 
 /** How each kind of stage isolation starts and talks to its workers. */
 const CHANNELS: Record<Isolation, ChannelFactory> = { thread: threadChannel, process: processChannel };
@@ -113,7 +115,8 @@ export class Server {
         return down.length > 0 ? `no live worker in ${down.join(", ")}` : undefined;
       },
     };
-    front = new HttpFront(routes, config, health, metrics);
+    const docs = new ApiDocs();
+    front = new HttpFront(routes, config, health, metrics, docs);
     const address = await front.listen();
     logger.info(
       {
@@ -132,6 +135,8 @@ export class Server {
       await front.close();
       throw err;
     }
+    // Every stage has reported its content-type and schemas by now.
+    docs.publish(openApiDocument([...routes.values()], appInfo(mainModuleUrl()), metrics.contentType));
     logger.info("ready");
   }
 
