@@ -73,6 +73,8 @@ export abstract class Worker {
   stage = "";
   /** The stage's maximum batch size. Set before `init()` runs. */
   maxBatchSize = 1;
+  /** How many workers the stage runs in parallel (its `num`). Set before `init()` runs. */
+  num = 1;
   /**
    * How the first stage decodes request bodies and the last stage encodes responses.
    * Defaults to JSON; set it to `codecs.msgpack` or `codecs.bytes`, or to your own {@link Codec}.
@@ -101,19 +103,31 @@ export abstract class Worker {
    */
   abstract forward(data: any, meta: any): unknown;
 
-  /** Request bytes to `forward()`'s input (first stage of a route only). Defaults to `codec.decode`. */
-  decode(body: Uint8Array): unknown {
+  /**
+   * Request bytes to `forward()`'s input (first stage of a route only). Defaults to
+   * `codec.decode`. `meta` (its headers, say) lets an override decode each request by its own
+   * content-type.
+   */
+  decode(body: Uint8Array, _meta?: RequestMeta): unknown {
     return this.codec.decode(body);
   }
 
   /** `forward()`'s output to response bytes (last stage of a route only). Defaults to `codec.encode`. */
-  encode(output: unknown): Uint8Array {
+  encode(output: unknown, _meta?: RequestMeta): Uint8Array {
     return this.codec.encode(output);
   }
 
   /** The content-type of responses this worker encodes. Defaults to `codec.contentType`. */
   get contentType(): string {
     return this.codec.contentType;
+  }
+
+  /**
+   * The content-type of the response to one request. Defaults to {@link contentType}; override
+   * it, with `decode()` and `encode()`, to answer each request in the format it came in.
+   */
+  responseType(_meta?: RequestMeta): string {
+    return this.contentType;
   }
 }
 

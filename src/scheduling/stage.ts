@@ -193,7 +193,7 @@ export class Stage implements PoolOwner {
       return;
     }
     if (task.egress) {
-      task.succeed(result.value as Uint8Array, contentType);
+      task.succeed(result.value as Uint8Array, result.contentType ?? contentType);
       return;
     }
     task.stageIndex++;

@@ -20,6 +20,8 @@ export interface WorkerBoot {
   /** 1..num within the stage. */
   workerId: number;
   maxBatchSize: number;
+  /** How many workers the stage runs. */
+  num: number;
 }
 
 /**
@@ -48,9 +50,12 @@ export interface BatchMessage {
   items: BatchItem[];
 }
 
-/** The outcome of one item. An egress success carries bytes; an inner one the value itself. */
+/**
+ * The outcome of one item. An egress success carries bytes, and their content-type when it is
+ * not the worker's usual one; an inner success carries the value itself.
+ */
 export type ItemResult =
-  | { ok: true; value: unknown; transfer?: ArrayBuffer[] }
+  | { ok: true; value: unknown; transfer?: ArrayBuffer[]; contentType?: string }
   | { ok: false; error: WireError };
 
 /** Worker to coordinator: the worker has run `init()` and its warm-up, and takes work. */

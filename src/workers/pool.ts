@@ -136,6 +136,7 @@ export class Pool {
       className: o.className,
       workerId,
       maxBatchSize: o.maxBatchSize,
+      num: o.num,
     };
     handle.channel = o.channel(boot, o.env?.[workerId - 1], {
       message: (message) => this.#onMessage(handle, message, startup),

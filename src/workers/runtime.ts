@@ -42,6 +42,7 @@ export class WorkerRuntime {
     worker.workerId = boot.workerId;
     worker.stage = boot.stageName;
     worker.maxBatchSize = boot.maxBatchSize;
+    worker.num = boot.num;
     worker.log = logTo(send);
     await worker.init();
     const runtime = new WorkerRuntime(worker, boot);
@@ -153,7 +154,7 @@ export class WorkerRuntime {
       }
       for (let j = 0; j < outputs.length; j++) {
         const at = positions[j]!;
-        results[at] = this.#finish(outputs[j], items[at]!.egress, transfer);
+        results[at] = this.#finish(outputs[j], items[at]!, transfer);
       }
     }
     return { message: { kind: "result", seq, results }, transfer: [...transfer] };
@@ -161,7 +162,7 @@ export class WorkerRuntime {
 
   #decode(item: BatchItem): ItemResult {
     try {
-      return { ok: true, value: this.worker.decode(item.payload as Uint8Array) };
+      return { ok: true, value: this.worker.decode(item.payload as Uint8Array, item.meta) };
     } catch (err) {
       return { ok: false, error: errorToWire(err, "DECODING") };
     }
@@ -172,7 +173,7 @@ export class WorkerRuntime {
     return Promise.resolve(this.worker.forward(inputs[0], metas[0])).then((out) => [out]);
   }
 
-  #finish(output: unknown, egress: boolean, transfer: Set<ArrayBuffer>): ItemResult {
+  #finish(output: unknown, { egress, meta }: BatchItem, transfer: Set<ArrayBuffer>): ItemResult {
     if (output instanceof Error) return { ok: false, error: errorToWire(output) };
     if (!egress) {
       const own = transferablesOf(output);
@@ -180,9 +181,11 @@ export class WorkerRuntime {
       return own.size > 0 ? { ok: true, value: output, transfer: [...own] } : { ok: true, value: output };
     }
     try {
-      const body = exclusive(this.worker.encode(output));
+      const { worker } = this;
+      const body = exclusive(worker.encode(output, meta));
       if (body.byteLength > 0) transfer.add(body.buffer as ArrayBuffer);
-      return { ok: true, value: body };
+      const contentType = worker.responseType(meta);
+      return contentType === worker.contentType ? { ok: true, value: body } : { ok: true, value: body, contentType };
     } catch (err) {
       return { ok: false, error: errorToWire(err, "ENCODING") };
     }
