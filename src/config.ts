@@ -24,7 +24,8 @@ export interface ServerConfig {
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 
-function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
+/** A commander argument parser for whole numbers from `min` to `max`. */
+export function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
   return (value: string): number => {
     const n = Number(value);
     if (!/^\s*\d+\s*$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) {
@@ -39,7 +40,10 @@ function metricPrefix(value: string): string {
   return value;
 }
 
-/** The flags, each with its environment variable; also what `--help` prints. */
+/**
+ * The server flags, each with its environment variable; also what `--help` prints. One table for
+ * `Server.run()` and for the `shoal` command.
+ */
 function flags(defaults: ServerConfig): Option[] {
   return [
     new Option("--port <number>", "TCP port to listen on (0: any free port)").env("SHOAL_PORT").argParser(integer(0, 65535)).default(defaults.port),
@@ -69,20 +73,15 @@ export function defaultConfig(): ServerConfig {
   };
 }
 
-/**
- * Reads the configuration from `argv` and the environment over `defaults`. Prints help and exits
- * on `--help`; prints a one-line error and exits 1 on a bad value or unknown flag.
- */
-export function loadConfig(argv: readonly string[], defaults: Partial<ServerConfig> = {}, describe = ""): ServerConfig {
-  const base = { ...defaultConfig(), ...defaults };
-  const program = new Command("shoal")
-    .description(describe || "Serve Workers over HTTP with dynamic batching.")
-    .helpOption("-h, --help", "show this help")
-    .allowExcessArguments(false)
-    .showHelpAfterError(false);
-  for (const option of flags(base)) program.addOption(option);
-  program.parse(argv as string[], { from: "user" });
-  const o = program.opts();
+/** Adds the server flags to `command`, with `defaults` over the built-in ones. */
+export function addServerFlags(command: Command, defaults: Partial<ServerConfig> = {}): Command {
+  for (const option of flags({ ...defaultConfig(), ...defaults })) command.addOption(option);
+  return command;
+}
+
+/** The configuration from the options of a command parsed with {@link addServerFlags}. */
+export function serverConfigOf(command: Command): ServerConfig {
+  const o = command.opts();
   return {
     port: o.port,
     address: o.address,
@@ -94,4 +93,19 @@ export function loadConfig(argv: readonly string[], defaults: Partial<ServerConf
     namespace: o.namespace,
     dryRun: Boolean(o.dryRun),
   };
+}
+
+/**
+ * Reads the configuration from `argv` and the environment over `defaults`. Prints help and exits
+ * on `--help`; prints a one-line error and exits 1 on a bad value or unknown flag.
+ */
+export function loadConfig(argv: readonly string[], defaults: Partial<ServerConfig> = {}, describe = ""): ServerConfig {
+  const program = new Command("shoal")
+    .description(describe || "Serve Workers over HTTP with dynamic batching.")
+    .helpOption("-h, --help", "show this help")
+    .allowExcessArguments(false)
+    .showHelpAfterError(false);
+  addServerFlags(program, defaults);
+  program.parse(argv as string[], { from: "user" });
+  return serverConfigOf(program);
 }

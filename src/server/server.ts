@@ -1,4 +1,5 @@
 import { realpathSync } from "node:fs";
+import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { loadConfig, type ServerConfig } from "../config.js";
 import { createLogger, type Logger } from "../logger.js";
@@ -69,18 +70,20 @@ export class Server {
   }
 
   /**
-   * Reads flags and `SHOAL_*` variables, starts the workers and the HTTP server, and resolves once
-   * it listens. Exits the process with a one-line error if the configuration is wrong, the port
-   * is taken or a worker cannot start; drains and exits 0 on SIGTERM or SIGINT.
+   * Reads flags and `SHOAL_*` variables (or takes a configuration already read, as the `shoal`
+   * command does), starts the HTTP server and the workers, and resolves with the address it
+   * listens on once every worker is ready; inside a worker it resolves with undefined at once.
+   * Exits the process with a one-line error if the configuration is wrong, the port is taken or
+   * a worker cannot start; drains and exits 0 on SIGTERM or SIGINT.
    */
-  async run(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
-    if (workerContext() !== undefined) return;
-    const config = loadConfig(argv, this.#defaults);
+  async run(argv: readonly string[] | ServerConfig = process.argv.slice(2)): Promise<AddressInfo | undefined> {
+    if (workerContext() !== undefined) return undefined;
+    const config = isArgv(argv) ? loadConfig(argv, this.#defaults) : argv;
     const logger = createLogger(config);
     try {
       if (this.#specs.length === 0) throw new Error("no stages: call appendWorker() before run()");
       if (config.dryRun) process.exit((await this.#dryRun(config, logger)) ? 0 : 1);
-      await this.#start(config, logger);
+      return await this.#start(config, logger);
     } catch (err) {
       logger.fatal((err as Error).message);
       process.stderr.write(`shoal: ${(err as Error).message}\n`);
@@ -105,7 +108,7 @@ export class Server {
     return { stages, routes };
   }
 
-  async #start(config: ServerConfig, logger: Logger): Promise<void> {
+  async #start(config: ServerConfig, logger: Logger): Promise<AddressInfo> {
     let front: HttpFront | undefined;
     const metrics: Metrics = new Metrics(config.namespace, (): readonly Stage[] => stages, () => front?.inFlight ?? 0);
     const { stages, routes } = this.#build(config, logger, metrics);
@@ -138,6 +141,7 @@ export class Server {
     // Every stage has reported its content-type and schemas by now.
     docs.publish(openApiDocument([...routes.values()], appInfo(mainModuleUrl()), metrics.contentType));
     logger.info("ready");
+    return address;
   }
 
   // One worker per stage, each route's example through its whole pipeline, no HTTP port.
@@ -170,6 +174,10 @@ export class Server {
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);
   }
+}
+
+function isArgv(value: readonly string[] | ServerConfig): value is readonly string[] {
+  return Array.isArray(value);
 }
 
 // The module the workers import to find their classes: the script Node was started with.
