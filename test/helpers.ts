@@ -1,0 +1,280 @@
+/**
+ * Shared test code: start a real server in a subprocess, read its log, talk HTTP to it.
+ */
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The repository root: servers run from here so that `import "shoal"` resolves to ./dist. */
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+/** The path of a fixture server in test/fixtures. */
+export function fixture(name: string): string {
+  return join(ROOT, "test", "fixtures", name);
+}
+
+/** One JSON log line of the server. */
+export type LogLine = Record<string, unknown> & { msg?: string };
+
+export interface StartOptions {
+  /** Extra arguments after `--port 0 --address 127.0.0.1`. */
+  args?: string[];
+  /** Extra environment for the server process. */
+  env?: Record<string, string>;
+  /** Wait for the "ready" line before resolving (default true). */
+  waitReady?: boolean;
+  /** Give up on start-up after this long (default 30 s). */
+  startTimeoutMs?: number;
+}
+
+// The environment of a server under test: ours without SHOAL_* settings, so that the tests do not
+// depend on the shell they run in, and without the test runner's own markers.
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (key.startsWith("SHOAL_") || key.startsWith("NODE_TEST")) continue;
+    env[key] = value;
+  }
+  return { ...env, ...extra };
+}
+
+/** A server process under test. */
+export class ServerProcess {
+  readonly proc: ChildProcess;
+  port = 0;
+  #stdout = "";
+  #stderr = "";
+  #exit: Promise<number | null>;
+  #exited = false;
+
+  constructor(script: string, args: string[], env: Record<string, string> = {}) {
+    this.proc = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+      cwd: ROOT,
+      env: cleanEnv(env),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => (this.#stdout += chunk));
+    this.proc.stderr!.setEncoding("utf8").on("data", (chunk: string) => (this.#stderr += chunk));
+    this.#exit = new Promise((resolve) => {
+      this.proc.on("exit", (code) => {
+        this.#exited = true;
+        resolve(code);
+      });
+    });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get stdout(): string {
+    return this.#stdout;
+  }
+
+  get stderr(): string {
+    return this.#stderr;
+  }
+
+  get exited(): boolean {
+    return this.#exited;
+  }
+
+  /** The JSON log lines written so far (other lines are skipped). */
+  logs(): LogLine[] {
+    const lines: LogLine[] = [];
+    for (const line of this.#stdout.split("\n")) {
+      if (!line.startsWith("{")) continue;
+      try {
+        lines.push(JSON.parse(line) as LogLine);
+      } catch {
+        // A line still being written.
+      }
+    }
+    return lines;
+  }
+
+  /** Resolves with the first log line that matches, failing if the server exits or time runs out. */
+  async waitForLog(match: (line: LogLine) => boolean, timeoutMs = 10_000): Promise<LogLine> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.logs().find(match);
+      if (found !== undefined) return found;
+      if (this.#exited) throw new Error(`the server exited before logging the line awaited\n${this.describe()}`);
+      if (Date.now() > end) throw new Error(`no such log line within ${timeoutMs} ms\n${this.describe()}`);
+      await sleep(20);
+    }
+  }
+
+  /** Resolves with the exit code once the process has ended. */
+  exitCode(): Promise<number | null> {
+    return this.#exit;
+  }
+
+  /** Stops the server with SIGTERM (SIGKILL after 10 s) and resolves with its exit code. */
+  async stop(): Promise<number | null> {
+    if (!this.#exited) {
+      this.proc.kill("SIGTERM");
+      const timer = setTimeout(() => this.proc.kill("SIGKILL"), 10_000);
+      await this.#exit;
+      clearTimeout(timer);
+    }
+    return this.#exit;
+  }
+
+  /** The output so far, for failure messages. */
+  describe(): string {
+    return `--- stdout\n${this.#stdout.slice(-4000)}\n--- stderr\n${this.#stderr.slice(-4000)}`;
+  }
+}
+
+/**
+ * Starts `script` with `--port 0 --address 127.0.0.1` and resolves once it listens (and, unless
+ * told otherwise, once its workers are ready).
+ */
+export async function startServer(script: string, options: StartOptions = {}): Promise<ServerProcess> {
+  const server = new ServerProcess(script, ["--port", "0", "--address", "127.0.0.1", ...(options.args ?? [])], options.env);
+  const timeout = options.startTimeoutMs ?? 30_000;
+  try {
+    const listening = await server.waitForLog((l) => typeof l.msg === "string" && l.msg.startsWith("listening on http://"), timeout);
+    assert.equal(typeof listening.port, "number", "the listening line has a numeric port");
+    server.port = listening.port as number;
+    if (options.waitReady ?? true) await server.waitForLog((l) => l.msg === "ready", timeout);
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+  return server;
+}
+
+/** What a process that was expected to exit did. */
+export interface Exited {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `script` with `args` and resolves once it exits (killing it after `timeoutMs`). */
+export async function runToExit(script: string, args: string[], env: Record<string, string> = {}, timeoutMs = 20_000): Promise<Exited> {
+  const server = new ServerProcess(script, args, env);
+  const timer = setTimeout(() => server.proc.kill("SIGKILL"), timeoutMs);
+  const code = await server.exitCode();
+  clearTimeout(timer);
+  return { code, stdout: server.stdout, stderr: server.stderr };
+}
+
+/** A response, read whole. */
+export interface Reply {
+  status: number;
+  headers: Headers;
+  body: Uint8Array;
+  text: string;
+  /** The body parsed as JSON, or undefined when it is not JSON. */
+  json: any;
+  /** Time from sending to the whole body read, in ms. */
+  elapsedMs: number;
+}
+
+/** POSTs `body` (a value is sent as JSON) and reads the whole answer. */
+export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  const raw = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
+  return send(url, { method: "POST", body: raw, headers: { "content-type": "application/json", ...headers } });
+}
+
+/** Sends any request with fetch and reads the whole answer. */
+export async function send(url: string, init: RequestInit = {}): Promise<Reply> {
+  const start = performance.now();
+  const res = await fetch(url, init);
+  const body = new Uint8Array(await res.arrayBuffer());
+  const elapsedMs = performance.now() - start;
+  const text = Buffer.from(body).toString("utf8");
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, body, text, json, elapsedMs };
+}
+
+/**
+ * Asserts an error answer: the status, a JSON body that is exactly `{"error": "..."}` whose text
+ * equals `error` (or matches it), the JSON content-type and a request id.
+ */
+export function assertError(reply: Reply, status: number, error: string | RegExp): void {
+  const context = `${reply.status} ${reply.text}`;
+  assert.equal(reply.status, status, context);
+  assert.equal(reply.headers.get("content-type"), "application/json", context);
+  assert.ok(reply.headers.get("x-request-id"), `no x-request-id on ${context}`);
+  assert.deepEqual(Object.keys(reply.json ?? {}), ["error"], context);
+  assert.equal(typeof reply.json.error, "string", context);
+  if (typeof error === "string") assert.equal(reply.json.error, error, context);
+  else assert.match(reply.json.error, error, context);
+}
+
+/** A raw request over its own connection, for tests that need to hang up or stream. */
+export interface RawRequest {
+  req: ClientRequest;
+  /** Settles with the answer; rejects if the connection fails before one arrives. */
+  response: Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>;
+}
+
+/** Opens a request on its own connection (no agent), optionally sending `body` and ending it. */
+export function rawRequest(port: number, path: string, options: { method?: string; headers?: Record<string, string | number>; body?: string | Buffer; end?: boolean } = {}): RawRequest {
+  const req = httpRequest({ host: "127.0.0.1", port, path, method: options.method ?? "POST", headers: options.headers, agent: false });
+  const response = new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>((resolve, reject) => {
+    req.on("response", (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (text += chunk));
+      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, text }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+  });
+  // A caller that hangs up on purpose does not await the response.
+  response.catch(() => {});
+  if (options.body !== undefined) req.write(options.body);
+  if (options.end ?? true) req.end();
+  return { req, response };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Waits until `check` returns a value other than undefined, or fails after `timeoutMs`. */
+export async function waitFor<T>(what: string, check: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/**
+ * A file that fixture workers append lines to (its path goes to them in `RECORD_FILE`), so
+ * that tests can see which items reached `forward()`.
+ */
+export class RecordFile {
+  readonly dir = mkdtempSync(join(tmpdir(), "shoal-test-"));
+  readonly path = join(this.dir, "record.log");
+
+  /** The lines written so far. */
+  lines(): string[] {
+    try {
+      return readFileSync(this.path, "utf8").split("\n").filter((l) => l.length > 0);
+    } catch {
+      return [];
+    }
+  }
+
+  remove(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
