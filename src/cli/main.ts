@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+/**
+ * The `shoal` command: `shoal serve model.onnx` serves a model with no code.
+ *
+ * Worker threads import this module again with the same arguments (as they import any server's
+ * main module), so parsing them there registers the same stage, and `run()` returns at once.
+ */
+import { readFileSync } from "node:fs";
+import { Command } from "commander";
+import { serveCommand } from "./serve.js";
+
+const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+
+const program = new Command("shoal")
+  .description("Model serving for TypeScript on Node.js: dynamic batching, pipelined stages, parallel workers.")
+  .version(version, "-V, --version", "show the version")
+  .helpOption("-h, --help", "show this help")
+  .addHelpCommand(false)
+  .addCommand(serveCommand())
+  .addHelpText(
+    "after",
+    `
+Examples:
+  $ shoal serve model.onnx                                  serve on :8000, batching up to 32 requests
+  $ shoal serve model.onnx --num 2 --max-batch-size 64 --port 8080
+  $ shoal serve --help                                      every flag of serve
+
+Servers with code of their own (a Worker class and Server.run()) take the same server flags.`,
+  );
+
+await program.parseAsync(process.argv);
