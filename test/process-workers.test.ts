@@ -1,6 +1,11 @@
 /** Stages with `isolation: "process"`: same answers as threads, real environment, crashes contained. */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { pathToFileURL } from "node:url";
+import type { Channel, ChannelFactory } from "../dist/workers/channel.js";
+import type { FromWorker, WorkerBoot } from "../dist/workers/messages.js";
+import { processChannel } from "../dist/workers/process-channel.js";
+import { threadChannel } from "../dist/workers/thread-channel.js";
 import { assertError, fixture, post, runToExit, sleep, startServer, waitFor, type Reply, type ServerProcess } from "./helpers.js";
 
 // Sum of k / 2 for k in 0..n-1.
@@ -23,6 +28,70 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+// One suite for both channels: the pool and the stage must not tell them apart.
+for (const [name, factory] of [
+  ["thread", threadChannel],
+  ["process", processChannel],
+] as const) {
+  describe(`the ${name} channel`, () => {
+    const moduleUrl = pathToFileURL(fixture("process-pipeline.ts")).href;
+    const meta = { requestId: "r1", headers: {}, deadline: Date.now() + 60_000, route: "/reverse" };
+
+    // Starts the worker of stage `stageIndex` of process-pipeline.ts and records what it says.
+    function open(stageIndex: number, className: string, env?: Record<string, string>) {
+      const messages: FromWorker[] = [];
+      let exit: string | undefined;
+      const boot = { moduleUrl, stageIndex, stageName: `${className}_${stageIndex + 1}`, className, workerId: 1, maxBatchSize: 1, num: 1 };
+      const channel: Channel = (factory as ChannelFactory)(boot as WorkerBoot, env, {
+        message: (message) => messages.push(message),
+        exit: (reason) => (exit = reason),
+      });
+      const next = <K extends FromWorker["kind"]>(kind: K) =>
+        waitFor(`a ${kind} message`, () => {
+          const at = messages.findIndex((m) => m.kind === kind);
+          if (at < 0 && exit !== undefined) throw new Error(`the worker exited: ${exit}`);
+          return at < 0 ? undefined : (messages.splice(at, 1)[0] as Extract<FromWorker, { kind: K }>);
+        });
+      const exited = () => waitFor("the exit", () => exit);
+      return { channel, next, exited };
+    }
+
+    test("runs a batch: a Float32Array in, response bytes out", async () => {
+      const worker = open(3, "Reduce");
+      assert.equal((await worker.next("ready")).contentType, "application/json");
+      const vec = Float32Array.of(0.5, 1, 1.5);
+      worker.channel.send({ kind: "batch", seq: 1, items: [{ payload: vec, ingress: false, egress: true, meta }] }, [vec.buffer]);
+      const result = await worker.next("result");
+      assert.equal(result.seq, 1);
+      const first = result.results?.[0];
+      assert.ok(first?.ok === true && first.value instanceof Uint8Array, JSON.stringify(result));
+      assert.deepEqual(
+        { ...JSON.parse(Buffer.from(first.value).toString()), pid: 0, mainThread: false },
+        { type: "Float32Array", length: 3, sum: 3, pid: 0, mainThread: false },
+      );
+      worker.channel.terminate();
+      assert.match(await worker.exited(), name === "thread" ? /exited with code 1/ : /killed by signal SIGKILL/);
+    });
+
+    test("gives the worker its env", async () => {
+      const worker = open(4, "WhoAmI", { SOME_VAR: `from the ${name} test` });
+      await worker.next("ready");
+      worker.channel.send({ kind: "batch", seq: 1, items: [{ payload: new TextEncoder().encode("{}"), ingress: true, egress: true, meta }] }, []);
+      const first = (await worker.next("result")).results?.[0];
+      assert.ok(first?.ok === true, JSON.stringify(first));
+      assert.equal(JSON.parse(Buffer.from(first.value as Uint8Array).toString()).someVar, `from the ${name} test`);
+      worker.channel.terminate();
+      await worker.exited();
+    });
+
+    test("a module that registers another class there: fatal, then exit", async () => {
+      const worker = open(3, "NotThere");
+      assert.match((await worker.next("fatal")).error.message, /registered class Reduce as stage 4 in the worker, where the server has NotThere/);
+      assert.ok((await worker.exited()).length > 0);
+    });
+  });
 }
 
 describe("process workers next to thread workers", () => {
