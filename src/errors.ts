@@ -22,6 +22,7 @@ export const ERRORS = {
   TIMEOUT: { status: 408, prefix: "request timeout" },
   FORWARD_TIMEOUT: { status: 408, prefix: "forward timeout" },
   BODY_TOO_LARGE: { status: 413, prefix: "request body is too large" },
+  HEADERS_TOO_LARGE: { status: 431, prefix: "request headers are too large" },
   VALIDATION: { status: 422, prefix: "request validation error" },
   QUEUE_FULL: { status: 429, prefix: "too many requests" },
   SERVER: { status: 500, prefix: "internal error" },

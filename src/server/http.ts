@@ -42,6 +42,7 @@ export class HttpFront {
     this.#metrics = metrics;
     this.#docs = docs;
     this.#server = createServer((req, res) => this.#handle(req, res));
+    this.#server.on("clientError", answerMalformed);
   }
 
   /** Requests accepted and not yet answered. */
@@ -249,4 +250,19 @@ function sendPage(res: ServerResponse, requestId: string, page: Page): void {
 /** Every error answer: the table's status and `{"error": "<prefix>: <detail>"}`. */
 function sendError(res: ServerResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders): void {
   sendJson(res, requestId, error.status, { error: error.publicMessage }, headers);
+}
+
+// A request Node cannot parse still gets a JSON error (with an id to quote) before the socket closes.
+function answerMalformed(err: NodeJS.ErrnoException, socket: import("node:net").Socket): void {
+  if (!socket.writable || err.code === "ECONNRESET") {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = err.code === "HPE_HEADER_OVERFLOW";
+  const error = tooLarge ? new ShoalError("HEADERS_TOO_LARGE") : new ShoalError("BAD_REQUEST", `malformed HTTP request (${err.code ?? err.message})`);
+  const body = JSON.stringify({ error: error.publicMessage });
+  socket.end(
+    `HTTP/1.1 ${error.status} ${tooLarge ? "Request Header Fields Too Large" : "Bad Request"}\r\n` +
+      `content-type: ${JSON_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
