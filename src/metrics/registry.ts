@@ -47,6 +47,7 @@ export class Metrics {
   readonly #forward: Histogram<"stage">;
   readonly #restarts: Counter<"stage">;
   readonly #workers = new Map<string, WorkerSnapshot>();
+  readonly #answers = new Map<string, { latency: Histogram.Internal<"route">; byCode: Map<number, Counter.Internal> }>();
 
   constructor(namespace: string, stages: () => readonly StageGauges[], inFlight: () => number) {
     const name = (n: string) => `${namespace}_${n}`;
@@ -104,8 +105,20 @@ export class Metrics {
 
   /** A request to `route` was answered with `code` after `ms`. */
   answered(route: string, code: number, ms: number): void {
-    this.#requests.inc({ route, code });
-    this.#latency.observe({ route }, ms / 1000);
+    // Children are looked up once per route and code: prom-client hashes the labels on every
+    // call otherwise, which shows on the request path.
+    let children = this.#answers.get(route);
+    if (children === undefined) {
+      children = { latency: this.#latency.labels(route), byCode: new Map() };
+      this.#answers.set(route, children);
+    }
+    let count = children.byCode.get(code);
+    if (count === undefined) {
+      count = this.#requests.labels(route, String(code));
+      children.byCode.set(code, count);
+    }
+    count.inc();
+    children.latency.observe(ms / 1000);
   }
 
   /** Keeps a worker's latest report of its own metrics; `undefined` forgets the worker. */
