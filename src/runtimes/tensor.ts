@@ -185,7 +185,9 @@ function nestedData(spec: TensorSpec, where: string, expected: string, value: un
   const out = new ARRAY_OF[spec.type](size(shape));
   const kind = kindOf(spec.type);
   let at = 0;
-  const fill = (v: unknown, depth: number, path: number[]): void => {
+  // The index being filled, one entry per level, for error messages.
+  const path: number[] = [];
+  const fill = (v: unknown, depth: number): void => {
     if (depth === shape.length) {
       const e = element(spec.type, kind, v);
       if (e === undefined) throw badElement(where, spec.type, formatShape(path), v);
@@ -196,10 +198,14 @@ function nestedData(spec: TensorSpec, where: string, expected: string, value: un
       const got = Array.isArray(v) ? `${v.length} values` : "a single value";
       throw new ValidationError(`${where} is not rectangular: ${formatShape(path)} has ${got} where ${shape[depth]} were expected; expected ${expected}`);
     }
-    for (let i = 0; i < v.length; i++) fill(v[i], depth + 1, [...path, i]);
+    for (let i = 0; i < v.length; i++) {
+      path[depth] = i;
+      fill(v[i], depth + 1);
+    }
+    path.length = depth;
   };
   if (shape.length === 0 && isPlainObject(value)) throw new ValidationError(`${where} must be nested arrays or { "data": [...], "shape": [...] }, expected ${expected}`);
-  fill(value, 0, []);
+  fill(value, 0);
   return { type: spec.type, shape, data: out };
 }
 
