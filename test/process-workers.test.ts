@@ -153,6 +153,12 @@ describe("process workers next to thread workers", () => {
     assert.ok(seen.get(1)!.mainThread && seen.get(2)!.mainThread, "each worker is the main thread of its own process");
   });
 
+  test("a value MessagePack cannot carry fails its request with 500, not the worker", async () => {
+    for (let i = 0; i < 2; i++) assertError(await post(`${processes.url}/cycle`, {}), 500, /^encoding error: /);
+    assert.equal((await post(`${processes.url}/reverse`, { n: 2 })).status, 200);
+    assert.ok(!processes.logs().some((l) => l.msg === "worker died; replacing it"));
+  });
+
   test("stopping the server stops its process workers", async () => {
     const server = await startServer(fixture("process-pipeline.ts"));
     const { pid } = (await post(`${server.url}/reverse`, { n: 1 })).json as { pid: number };

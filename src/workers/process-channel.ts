@@ -34,7 +34,7 @@ class ProcessChannel implements Channel {
   #pending: { seq: number; size: number } | undefined;
   /** How the child ended, once it has. */
   #status: string | undefined;
-  /** Why the coordinator ended the child, when it did, which says more than the signal. */
+  /** Why the coordinator killed a child that broke the protocol: says more than the signal. */
   #reason = "";
   #terminated = false;
   #cleaned = false;

@@ -66,10 +66,11 @@ export class ProtocolError extends Error {
 }
 
 // Plain MessagePack that any language reads: no records (`useRecords: false`), maps in their
-// shortest form (`variableMapSize`), as most encoders write them, and decoded to objects. `moreTypes` keeps typed arrays typed (extension 0x74) instead of flattening them to
-// bytes. `copyBuffers` gives every decoded byte array a buffer of its own, so a value passed on
-// to a thread stage moves alone instead of cloning the frame it came in. 64-bit integers decode
-// to numbers when they fit, so a peer's large integers do not turn into BigInts (msgpackr
+// shortest form as most encoders write them (`variableMapSize`), decoded to objects.
+// `moreTypes` keeps typed arrays typed (extension 0x74) instead of flattening them to bytes.
+// `copyBuffers` gives every decoded byte array a buffer of its own, so a value passed on to a
+// thread stage moves alone instead of cloning the frame it came in. 64-bit integers decode to
+// numbers when they fit, so a peer's large integers do not turn into BigInts (msgpackr
 // documents "auto" but leaves it out of its types).
 const packr = new Packr({ useRecords: false, variableMapSize: true, moreTypes: true, mapsAsObjects: true, copyBuffers: true, int64AsType: "auto" as "bigint" });
 
