@@ -168,9 +168,20 @@ export class WorkerRuntime {
     }
   }
 
-  #forward(inputs: unknown[], metas: RequestMeta[]): Promise<unknown[]> | unknown[] {
-    if (this.#batched || this.boot.maxBatchSize > 1) return Promise.resolve(this.worker.forward(inputs, metas)) as Promise<unknown[]>;
-    return Promise.resolve(this.worker.forward(inputs[0], metas[0])).then((out) => [out]);
+  // A batching Worker gets the whole batch in one call. Otherwise each item is its own call (the
+  // coordinator may send several at once to save round trips), and an exception thrown for one
+  // item is that item's result alone.
+  async #forward(inputs: unknown[], metas: RequestMeta[]): Promise<unknown[]> {
+    if (this.#batched || this.boot.maxBatchSize > 1) return (await this.worker.forward(inputs, metas)) as unknown[];
+    const outputs: unknown[] = new Array(inputs.length);
+    for (let i = 0; i < inputs.length; i++) {
+      try {
+        outputs[i] = await this.worker.forward(inputs[i], metas[i]);
+      } catch (err) {
+        outputs[i] = err instanceof Error ? err : new Error(String(err));
+      }
+    }
+    return outputs;
   }
 
   #finish(output: unknown, { egress, meta }: BatchItem, transfer: Set<ArrayBuffer>): ItemResult {

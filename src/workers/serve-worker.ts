@@ -23,8 +23,8 @@ export async function serveWorker(boot: WorkerBoot, link: WorkerLink): Promise<v
   try {
     const runtime = await start(boot, (message) => link.post(message, []));
     link.onBatch(async (batch) => {
-      const { message, transfer } = await runtime.run(batch);
       try {
+        const { message, transfer } = await runtime.run(batch);
         link.post(message, transfer);
       } catch (err) {
         // A result the link cannot carry (a function, a cycle) fails its batch, not the worker.
