@@ -170,13 +170,14 @@ export class WorkerRuntime {
 
   // A batching Worker gets the whole batch in one call. Otherwise each item is its own call (the
   // coordinator may send several at once to save round trips), and an exception thrown for one
-  // item is that item's result alone.
+  // item is that item's result alone. A Worker declared `batched` then gets batches of one, so
+  // that maxBatchSize stays the most it is given.
   async #forward(inputs: unknown[], metas: RequestMeta[]): Promise<unknown[]> {
-    if (this.#batched || this.boot.maxBatchSize > 1) return (await this.worker.forward(inputs, metas)) as unknown[];
+    if (this.boot.maxBatchSize > 1) return (await this.worker.forward(inputs, metas)) as unknown[];
     const outputs: unknown[] = new Array(inputs.length);
     for (let i = 0; i < inputs.length; i++) {
       try {
-        outputs[i] = await this.worker.forward(inputs[i], metas[i]);
+        outputs[i] = this.#batched ? onlyResult(await this.worker.forward([inputs[i]], [metas[i]])) : await this.worker.forward(inputs[i], metas[i]);
       } catch (err) {
         outputs[i] = err instanceof Error ? err : new Error(String(err));
       }
@@ -210,6 +211,15 @@ function exclusive(body: Uint8Array): Uint8Array {
   if (!(body instanceof Uint8Array)) throw new TypeError(`encode() must return a Uint8Array, not ${typeof body}`);
   if (body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer) return body;
   return Uint8Array.prototype.slice.call(body);
+}
+
+// The result of a batch of one, from a Worker that computes batches.
+function onlyResult(outputs: unknown): unknown {
+  if (!Array.isArray(outputs) || outputs.length !== 1) {
+    const got = Array.isArray(outputs) ? `an array of ${outputs.length}` : typeof outputs;
+    throw new Error(`forward() returned ${got} for a batch of 1; it must return one result per item`);
+  }
+  return outputs[0];
 }
 
 // A decoded request parsed by the input schema. A ValidationError is the client's 422; anything
