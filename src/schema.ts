@@ -27,7 +27,7 @@ export async function parseItem(schema: Schema, value: unknown): Promise<unknown
 }
 
 /** The issues of a failed parse as one line: `path: message` for each, `; ` between them. */
-export function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
+function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
   const shown = issues.slice(0, MAX_ISSUES).map((issue) => {
     const path = formatPath(issue.path);
     return path === "" ? issue.message : `${path}: ${issue.message}`;
@@ -40,7 +40,7 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
  * A path as a JavaScript accessor: `user.tags[2]`, `["content-type"]`, `[0].x` for an item of a
  * top-level array.
  */
-export function formatPath(path: readonly PropertyKey[]): string {
+function formatPath(path: readonly PropertyKey[]): string {
   let text = "";
   for (const key of path) {
     if (typeof key === "number") text += `[${key}]`;

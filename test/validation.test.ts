@@ -41,6 +41,8 @@ describe("validation by input schemas", () => {
     assertError(await post(`${server.url}/measure`, { name: "dot", points: [{ x: 0, y: 0 }] }), 422, /^request validation error: points: .*2/);
     assertError(await post(`${server.url}/measure`, { name: 1, points: [{ x: null, y: 0 }, {}] }), 422,
       `${INVALID}: name: expected string, received number; points[0].x: expected number, received null; points[1].x: missing (expected number); points[1].y: missing (expected number)`);
+    // Five at most, then a count.
+    assertError(await post(`${server.url}/measure`, { points: [{}, {}, {}] }), 422, /^request validation error: name: missing \(expected string\); (points\[\d\]\.[xy]: missing \(expected number\); ){4}and 2 more$/);
   });
 
   test("a body of the wrong shape altogether has no path", async () => {
