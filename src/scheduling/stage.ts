@@ -6,8 +6,8 @@ import type { ChannelFactory } from "../workers/channel.js";
 import type { BatchItem, ItemResult, ResultMessage } from "../workers/messages.js";
 import { Pool, type PoolOwner } from "../workers/pool.js";
 import { attached } from "../workers/transfer.js";
-import { decideBatch, type BatchPolicy } from "./batcher.js";
-import { Fifo } from "./fifo.js";
+import { BatchQueue } from "./batch-queue.js";
+import type { BatchPolicy } from "./batcher.js";
 import type { Task } from "./task.js";
 
 /** Forward time, in ms, that the items of one message of a stage that does not batch may add up to. */
@@ -34,14 +34,9 @@ export interface StageContext {
 export class Stage implements PoolOwner {
   readonly policy: BatchPolicy;
   readonly pool: Pool;
-  readonly #queue = new Fifo<Task>();
-  /** Queued tasks that have not settled: what capacity counts. */
-  #queued = 0;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #queue: BatchQueue;
   /** Moving average of one item's forward time in ms, round trip included (stages that do not batch). */
   #itemMs = SEND_BUDGET_MS;
-  #timerAt = Infinity;
-  readonly #capacity: number;
   readonly #log: Logger;
   readonly #metrics: StageMetrics;
 
@@ -53,9 +48,9 @@ export class Stage implements PoolOwner {
     context: StageContext,
   ) {
     this.policy = { maxBatchSize: options.maxBatchSize, maxWaitMs: options.maxWaitMs };
-    this.#capacity = context.capacity;
     this.#log = context.logger.child({ stage: name });
     this.#metrics = context.metrics.stage(name);
+    this.#queue = new BatchQueue(this.policy, context.capacity, `stage ${name}`, () => this.#pump(), (ms) => this.#metrics.queueWait(ms));
     this.pool = new Pool(
       {
         stageName: name,
@@ -80,12 +75,12 @@ export class Stage implements PoolOwner {
   // about a millisecond, so no item waits noticeably behind others it would not have waited for.
   #sendSize(): number {
     const fit = Math.floor(SEND_BUDGET_MS / Math.max(this.#itemMs, 0.001));
-    return Math.max(1, Math.min(MAX_SEND, fit, Math.ceil(this.#queued / this.options.num)));
+    return Math.max(1, Math.min(MAX_SEND, fit, Math.ceil(this.#queue.queued / this.options.num)));
   }
 
   /** Items waiting in this stage's queue. */
   get queued(): number {
-    return this.#queued;
+    return this.#queue.queued;
   }
 
   /** Workers started and alive. */
@@ -98,20 +93,9 @@ export class Stage implements PoolOwner {
    * full; one coming from an earlier stage was already accepted and is always queued.
    */
   admit(task: Task): ShoalError | undefined {
-    if (task.ingress && this.#queued >= this.#capacity) {
-      return new ShoalError("QUEUE_FULL", `the queue of stage ${this.name} is full`);
-    }
-    task.enqueuedAt = performance.now();
-    task.queuedIn = this;
-    this.#queue.push(task);
-    this.#queued++;
-    this.#pump();
-    return undefined;
-  }
-
-  /** Called by a queued task that settles (deadline, disconnect): it no longer counts. */
-  unqueue(): void {
-    this.#queued--;
+    const refused = this.#queue.admit(task);
+    if (refused === undefined) this.#pump();
+    return refused;
   }
 
   onWorkerFree(): void {
@@ -138,42 +122,12 @@ export class Stage implements PoolOwner {
 
   // Hands queued work to free workers until one of them runs out.
   #pump(): void {
+    const size = this.policy.maxBatchSize === 1 ? () => this.#sendSize() : undefined;
     while (this.pool.hasIdle) {
-      let head = this.#queue.peek();
-      while (head !== undefined && head.settled) {
-        this.#queue.shift();
-        head = this.#queue.peek();
-      }
-      if (head === undefined) return;
-      const now = performance.now();
-      const decision = decideBatch(this.#queued, head.enqueuedAt, now, this.policy);
-      if ("wakeAt" in decision) {
-        this.#wakeAt(decision.wakeAt, now);
-        return;
-      }
-      const tasks = this.#take(this.policy.maxBatchSize === 1 ? this.#sendSize() : decision.send, now);
+      const tasks = this.#queue.next(size);
+      if (tasks === undefined) return;
       if (tasks.length > 0) this.#dispatch(tasks);
     }
-  }
-
-  // Takes up to `count` live tasks from the head of the queue. A task whose deadline has passed
-  // is answered 408 here and never dispatched.
-  #take(count: number, now: number): Task[] {
-    const tasks: Task[] = [];
-    while (tasks.length < count) {
-      const task = this.#queue.shift();
-      if (task === undefined) break;
-      if (task.settled) continue;
-      task.queuedIn = null;
-      this.#queued--;
-      if (task.deadline <= now) {
-        task.fail(new ShoalError("TIMEOUT", "the deadline passed while the request was queued"));
-        continue;
-      }
-      this.#metrics.queueWait(now - task.enqueuedAt);
-      tasks.push(task);
-    }
-    return tasks;
   }
 
   #dispatch(tasks: Task[]): void {
@@ -189,17 +143,6 @@ export class Stage implements PoolOwner {
     }
     if (this.policy.maxBatchSize > 1) this.#metrics.batch(tasks.length);
     this.pool.dispatch(tasks, { kind: "batch", items }, transfer.length > 0 ? attached(transfer) : transfer);
-  }
-
-  #wakeAt(at: number, now: number): void {
-    if (this.#timer !== undefined && this.#timerAt <= at) return;
-    clearTimeout(this.#timer);
-    this.#timerAt = at;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#timerAt = Infinity;
-      this.#pump();
-    }, Math.max(0, at - now));
   }
 
   #advance(task: Task, result: ItemResult, contentType: string): void {

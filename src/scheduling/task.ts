@@ -1,5 +1,6 @@
 import type { ShoalError } from "../errors.js";
 import type { RequestMeta } from "../worker.js";
+import type { BatchQueue } from "./batch-queue.js";
 import type { Stage } from "./stage.js";
 
 /** An HTTP route and the ordered stages of its pipeline. */
@@ -28,8 +29,8 @@ export class Task {
   stageIndex = 0;
   /** When it entered its current stage's queue (performance.now() clock). */
   enqueuedAt = 0;
-  /** The stage whose queue holds it, while it is queued. */
-  queuedIn: Stage | null = null;
+  /** The queue that holds it, while it is queued. */
+  queuedIn: BatchQueue | null = null;
   settled = false;
   /** Input of the current stage: the request body at the first stage, the previous output after. */
   payload: unknown;

@@ -1,0 +1,117 @@
+import { ShoalError } from "../errors.js";
+import { decideBatch, type BatchPolicy } from "./batcher.js";
+import { Fifo } from "./fifo.js";
+import type { Task } from "./task.js";
+
+/**
+ * A queue of tasks with its batch policy: what a stage and a model of the shared pool both put
+ * their requests in. It answers "which tasks leave now", drops what settled while queued, fails
+ * what outlived its deadline, and wakes its owner when a partial batch has waited long enough.
+ * Who sends the batch, and to which worker, is the owner's business.
+ */
+export class BatchQueue {
+  readonly #queue = new Fifo<Task>();
+  /** Queued tasks that have not settled: what capacity counts. */
+  #queued = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = Infinity;
+
+  constructor(
+    readonly policy: BatchPolicy,
+    /** Most tasks queued; ingress tasks beyond it are refused with 429. */
+    readonly capacity: number,
+    /** Says whose queue is full in a 429, e.g. `stage Double_1`. */
+    readonly owner: string,
+    /** Called when a partial batch may leave: the owner pulls again. */
+    readonly wake: () => void,
+    /** Records how long each task that leaves waited, in ms. */
+    readonly waited: (ms: number) => void,
+  ) {}
+
+  /** Tasks waiting that have not settled. */
+  get queued(): number {
+    return this.#queued;
+  }
+
+  /**
+   * Queues a task. A task entering its route's first stage is refused with 429 when the queue is
+   * full; one coming from an earlier stage was already accepted and is always queued.
+   */
+  admit(task: Task): ShoalError | undefined {
+    if (task.ingress && this.#queued >= this.capacity) return new ShoalError("QUEUE_FULL", `the queue of ${this.owner} is full`);
+    task.enqueuedAt = performance.now();
+    task.queuedIn = this;
+    this.#queue.push(task);
+    this.#queued++;
+    return undefined;
+  }
+
+  /** Called by a queued task that settles (deadline, disconnect): it no longer counts. */
+  unqueue(): void {
+    this.#queued--;
+  }
+
+  /**
+   * The tasks a free worker takes now, or undefined when there are none to take yet (the queue
+   * is empty, or a partial batch waits; the queue then calls `wake` when it may leave). The
+   * batcher's count may be changed by `size` (a stage that does not batch sends several items
+   * to a message). The array may be empty when every task taken had outlived its deadline:
+   * those are answered 408 here and never dispatched.
+   */
+  next(size?: (send: number) => number): Task[] | undefined {
+    let head = this.#queue.peek();
+    while (head !== undefined && head.settled) {
+      this.#queue.shift();
+      head = this.#queue.peek();
+    }
+    if (head === undefined) return undefined;
+    const now = performance.now();
+    const decision = decideBatch(this.#queued, head.enqueuedAt, now, this.policy);
+    if ("wakeAt" in decision) {
+      this.#wakeAt(decision.wakeAt, now);
+      return undefined;
+    }
+    return this.#take(size === undefined ? decision.send : size(decision.send), now);
+  }
+
+  /** Takes every queued task out, for another queue to serve (a model's new instance). */
+  drain(): Task[] {
+    const tasks: Task[] = [];
+    for (let task = this.#queue.shift(); task !== undefined; task = this.#queue.shift()) {
+      if (task.settled) continue;
+      task.queuedIn = null;
+      this.#queued--;
+      tasks.push(task);
+    }
+    return tasks;
+  }
+
+  #take(count: number, now: number): Task[] {
+    const tasks: Task[] = [];
+    while (tasks.length < count) {
+      const task = this.#queue.shift();
+      if (task === undefined) break;
+      if (task.settled) continue;
+      task.queuedIn = null;
+      this.#queued--;
+      if (task.deadline <= now) {
+        task.fail(new ShoalError("TIMEOUT", "the deadline passed while the request was queued"));
+        continue;
+      }
+      this.waited(now - task.enqueuedAt);
+      tasks.push(task);
+    }
+    return tasks;
+  }
+
+  #wakeAt(at: number, now: number): void {
+    if (this.#timer !== undefined && this.#timerAt <= at) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = Infinity;
+      this.wake();
+    }, Math.max(0, at - now));
+  }
+}
