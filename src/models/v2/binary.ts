@@ -1,0 +1,148 @@
+/**
+ * The binary tensor data extension: a body is a JSON header, then the bytes of each binary
+ * tensor, in the order the tensors appear in the header; `Inference-Header-Content-Length` gives
+ * the header's length. Elements are little-endian, row-major, without padding; a BOOL is one byte
+ * (0 or 1); a BYTES element is its length as a 4-byte little-endian unsigned integer, then its
+ * bytes.
+ */
+import { ClientError } from "../../errors.js";
+import { formatShape, type TypedArray } from "../../runtimes/tensor.js";
+import { elementCount, isNumeric, typedArrayFor } from "./datatypes.js";
+import { describe } from "./json-data.js";
+import type { V2Body, V2Datatype } from "./types.js";
+
+// Tensors are read and written through typed-array views, which use the host's byte order.
+// Every platform onnxruntime-node ships for is little-endian.
+if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new Error("the V2 binary tensor codec needs a little-endian host");
+
+const HEADER = "Inference-Header-Content-Length";
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+const utf8Encoder = new TextEncoder();
+
+/**
+ * The binary data after a body's JSON header, handed out tensor by tensor in header order.
+ * Without the header length there is none, and asking for some is the client's error.
+ */
+export class BinaryTail {
+  readonly #bytes: Uint8Array | undefined;
+  readonly #kind: string;
+  #at = 0;
+
+  /** `bytes`: what follows the JSON header, undefined when the body had no header length. */
+  constructor(bytes: Uint8Array | undefined, kind: "request" | "response") {
+    this.#bytes = bytes;
+    this.#kind = kind;
+  }
+
+  /** The next `size` bytes, for the tensor `where` whose `binary_data_size` is `size`. */
+  take(where: string, size: unknown): Uint8Array {
+    if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0) {
+      throw new ClientError(`${where}: parameters.binary_data_size must be a whole number of bytes; got ${describe(size)}`);
+    }
+    if (this.#bytes === undefined) throw new ClientError(`${where} has parameters.binary_data_size but the ${this.#kind} has no ${HEADER} header`);
+    const left = this.#bytes.byteLength - this.#at;
+    if (size > left) throw new ClientError(`${where}: binary_data_size is ${size} but only ${left} bytes of binary data are left after the JSON header and the tensors before it`);
+    this.#at += size;
+    return this.#bytes.subarray(this.#at - size, this.#at);
+  }
+
+  /** Checks that the tensors' binary_data_size account for every byte. */
+  finish(): void {
+    const left = (this.#bytes?.byteLength ?? 0) - this.#at;
+    if (left > 0) throw new ClientError(`the ${this.#kind} has ${left} bytes of binary data that no tensor's binary_data_size accounts for`);
+  }
+}
+
+/**
+ * Splits a body into its JSON header, parsed, and the binary data after it. `headerLength` is the
+ * `Inference-Header-Content-Length` value as a number or as the header's text; without it the
+ * whole body is JSON.
+ */
+export function splitBody(body: Uint8Array, headerLength: number | string | undefined, kind: "request" | "response"): { header: unknown; tail: BinaryTail } {
+  let length = body.byteLength;
+  if (headerLength !== undefined) {
+    length = typeof headerLength === "number" ? headerLength : /^\s*[0-9]+\s*$/.test(headerLength) ? Number(headerLength) : NaN;
+    if (!Number.isSafeInteger(length) || length < 0 || length > body.byteLength) {
+      throw new ClientError(`${HEADER} is ${JSON.stringify(headerLength)}; it must be a whole number of bytes, at most the body's ${body.byteLength}`);
+    }
+  }
+  let header: unknown;
+  try {
+    header = JSON.parse(utf8.decode(body.subarray(0, length)));
+  } catch (err) {
+    const within = headerLength === undefined ? "" : ` (its first ${length} bytes, by ${HEADER})`;
+    throw new ClientError(`the ${kind}'s JSON${within} is invalid: ${(err as Error).message}`);
+  }
+  return { header, tail: new BinaryTail(headerLength === undefined ? undefined : body.subarray(length), kind) };
+}
+
+/**
+ * A tensor's binary data as the array a {@link V2Tensor} holds, checked against the shape.
+ * Numeric data is a view onto `bytes` (no copy) when its offset in the underlying buffer is a
+ * multiple of the element size, else one copy; BYTES elements are always views. Views keep the
+ * whole body alive and die with it if its buffer is transferred.
+ */
+export function readBinaryData(where: string, datatype: V2Datatype, shape: readonly number[], bytes: Uint8Array): TypedArray | Uint8Array[] {
+  const count = elementCount(shape);
+  if (!isNumeric(datatype)) return readBytesElements(where, shape, count, bytes);
+  const array = typedArrayFor(datatype);
+  const size = array.BYTES_PER_ELEMENT;
+  if (bytes.byteLength !== count * size) {
+    throw new ClientError(`${where}: binary_data_size is ${bytes.byteLength} where shape ${formatShape(shape)} of ${datatype} takes ${count * size} bytes`);
+  }
+  // Uint8Array's slice copies even when `bytes` is a Buffer, whose own slice() is a view.
+  const data = bytes.byteOffset % size === 0 ? new array(bytes.buffer as ArrayBuffer, bytes.byteOffset, count) : new array(Uint8Array.prototype.slice.call(bytes).buffer);
+  if (datatype === "BOOL") {
+    const i = data.findIndex((x) => x > 1);
+    if (i >= 0) throw new ClientError(`${where}: BOOL element ${i} is the byte ${data[i]}; binary BOOL elements are 0 (false) or 1 (true)`);
+  }
+  return data;
+}
+
+function readBytesElements(where: string, shape: readonly number[], count: number, bytes: Uint8Array): Uint8Array[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const elements: Uint8Array[] = [];
+  let at = 0;
+  while (at < bytes.byteLength) {
+    const left = bytes.byteLength - at;
+    if (left < 4) throw new ClientError(`${where}: BYTES element ${elements.length} at byte ${at} is cut short: its length takes 4 bytes but ${left} remain`);
+    const length = view.getUint32(at, true);
+    at += 4;
+    if (length > left - 4) throw new ClientError(`${where}: BYTES element ${elements.length} is ${length} bytes long but only ${left - 4} bytes of its binary_data_size remain`);
+    elements.push(bytes.subarray(at, at + length));
+    at += length;
+  }
+  if (elements.length !== count) throw new ClientError(`${where}: binary data holds ${elements.length} BYTES elements where shape ${formatShape(shape)} needs ${count}`);
+  return elements;
+}
+
+/** A tensor's data as binary data: a view of a typed array's bytes, or framed BYTES elements. */
+export function writeBinaryData(data: TypedArray | Uint8Array[]): Uint8Array {
+  if (!Array.isArray(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  const out = new Uint8Array(data.reduce((sum, element) => sum + 4 + element.byteLength, 0));
+  const view = new DataView(out.buffer);
+  let at = 0;
+  for (const element of data) {
+    view.setUint32(at, element.byteLength, true);
+    out.set(element, at + 4);
+    at += 4 + element.byteLength;
+  }
+  return out;
+}
+
+/**
+ * A body from its JSON header and the binary parts that follow it, one per binary tensor in
+ * header order (a tensor of zero bytes still has its part). No parts: a plain JSON body.
+ */
+export function joinBody(header: object, parts: readonly Uint8Array[]): V2Body {
+  const json = utf8Encoder.encode(JSON.stringify(header));
+  if (parts.length === 0) return { body: json, contentType: "application/json" };
+  const body = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, json.byteLength));
+  body.set(json);
+  let at = json.byteLength;
+  for (const part of parts) {
+    body.set(part, at);
+    at += part.byteLength;
+  }
+  return { body, headerLength: json.byteLength, contentType: "application/octet-stream" };
+}

@@ -1,0 +1,56 @@
+/** The V2 (Open Inference Protocol) messages as workers and models see them, once decoded. */
+import type { TypedArray } from "../../runtimes/tensor.js";
+
+export type { TypedArray };
+
+/** The 13 element types of the V2 protocol. */
+export type V2Datatype = "BOOL" | "UINT8" | "UINT16" | "UINT32" | "UINT64" | "INT8" | "INT16" | "INT32" | "INT64" | "FP16" | "FP32" | "FP64" | "BYTES";
+
+/**
+ * A tensor as the model sees it: row-major data, typed array for numeric types
+ * (BigInt64Array/BigUint64Array for 64-bit ints, Uint16Array holding raw half floats for FP16,
+ * Uint8Array of 0/1 for BOOL), an array of Uint8Array for BYTES.
+ *
+ * Decoded tensors never carry `parameters.binary_data_size`: how a tensor travelled is the codec's
+ * business, so a tensor reads the same whether it came as JSON or as binary data.
+ */
+export interface V2Tensor {
+  name: string;
+  datatype: V2Datatype;
+  shape: number[];
+  data: TypedArray | Uint8Array[];
+  parameters?: Record<string, unknown>;
+}
+
+/** An output the client asks for, by name, with its own parameters (`binary_data`, ...). */
+export interface V2RequestedOutput {
+  name: string;
+  parameters?: Record<string, unknown>;
+}
+
+/** An inference request: `POST /v2/models/{model}[/versions/{version}]/infer`. */
+export interface V2InferenceRequest {
+  id?: string;
+  parameters?: Record<string, unknown>;
+  inputs: V2Tensor[];
+  /** The outputs to send back, in this order; all of the model's when absent or empty. */
+  outputs?: V2RequestedOutput[];
+}
+
+/** An inference response. */
+export interface V2InferenceResponse {
+  model_name: string;
+  model_version?: string;
+  id?: string;
+  parameters?: Record<string, unknown>;
+  outputs: V2Tensor[];
+}
+
+/** An encoded request or response, ready to send over HTTP. */
+export interface V2Body {
+  body: Uint8Array;
+  /** The JSON header's length in bytes, for `Inference-Header-Content-Length`: only when binary data follows it. */
+  headerLength?: number;
+  /** `application/octet-stream` when binary data follows the JSON header (as Triton sends), else `application/json`. */
+  contentType: string;
+}
