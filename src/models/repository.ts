@@ -1,0 +1,144 @@
+/**
+ * The model repository: a folder with one folder per model, each holding a `model-settings.json`
+ * and the model's files, in version folders (`1/`, `2/`) or directly.
+ */
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { SettingsError, readSettingsFile, type ModelSettings, type TensorMetadata } from "./settings.js";
+
+/** The settings file of a model folder. */
+export const SETTINGS_FILE = "model-settings.json";
+
+/** One version of a model, ready to be loaded on workers. */
+export interface ModelSpec {
+  name: string;
+  /** "" for a model without version folders. */
+  version: string;
+  /** `"onnx"`, or the file URL of the module that exports the model's Worker class. */
+  runtime: string;
+  /** The version's folder (the model folder when unversioned). */
+  dir: string;
+  /** The `.onnx` file, for the ONNX runtime. */
+  file: string | undefined;
+  maxBatchSize: number;
+  maxWaitMs: number;
+  replicas: number;
+  /** What one replica costs of the pool's memory budget, in bytes. */
+  costBytes: number;
+  parameters: Record<string, unknown>;
+  inputs: TensorMetadata[] | undefined;
+  outputs: TensorMetadata[] | undefined;
+  /** The settings as given, for `GET /v2/models/{m}/config`. */
+  settings: ModelSettings;
+}
+
+/** What a repository scan found: the models it can load, and the folders it could not read. */
+export interface Scan {
+  specs: ModelSpec[];
+  errors: SettingsError[];
+}
+
+/** Reads every model folder of `root`. A broken folder is reported in `errors`; the others load. */
+export function scanRepository(root: string): Scan {
+  const specs: ModelSpec[] = [];
+  const errors: SettingsError[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync(root).sort();
+  } catch (err) {
+    throw new Error(`cannot read the model repository ${root}: ${(err as Error).message}`);
+  }
+  for (const entry of entries) {
+    const folder = join(root, entry);
+    const file = join(folder, SETTINGS_FILE);
+    if (!statSync(folder).isDirectory() || !existsSync(file)) continue;
+    try {
+      specs.push(...specsOf(readSettingsFile(file), folder, file));
+    } catch (err) {
+      errors.push(new SettingsError(err instanceof SettingsError ? err.message : `${file}: ${(err as Error).message}`, entry));
+    }
+  }
+  return { specs, errors };
+}
+
+/**
+ * The versions of a model whose files are in `folder`. Throws a {@link SettingsError} naming
+ * `source` when a version folder, the model file or the runtime module is missing.
+ */
+export function specsOf(settings: ModelSettings, folder: string, source: string): ModelSpec[] {
+  const versions = settings.versions ?? versionFolders(folder);
+  const runtime = settings.runtime === "onnx" ? "onnx" : moduleUrl(settings.runtime, folder, source);
+  return (versions.length === 0 ? [""] : versions).map((version) => {
+    const dir = version === "" ? folder : join(folder, version);
+    if (!existsSync(dir)) throw new SettingsError(`${source}: versions: there is no folder ${dir}`);
+    const file = runtime === "onnx" ? onnxFile(settings, dir, source) : undefined;
+    return {
+      name: settings.name,
+      version,
+      runtime,
+      dir,
+      file,
+      maxBatchSize: settings.maxBatchSize,
+      maxWaitMs: settings.maxWaitMs,
+      replicas: settings.replicas,
+      costBytes: settings.memoryBytes ?? sizeOf(dir),
+      parameters: settings.parameters,
+      inputs: settings.inputs,
+      outputs: settings.outputs,
+      settings,
+    };
+  });
+}
+
+/**
+ * The version served when a request names none: the unversioned one, else the greatest whole
+ * number, else the last in string order.
+ */
+export function defaultVersion(versions: readonly string[]): string | undefined {
+  if (versions.includes("")) return "";
+  return [...versions].sort(compareVersions).at(-1);
+}
+
+function compareVersions(a: string, b: string): number {
+  const x = Number(a);
+  const y = Number(b);
+  if (Number.isInteger(x) && Number.isInteger(y)) return x - y;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function versionFolders(folder: string): string[] {
+  return readdirSync(folder, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && /^\d+$/.test(e.name))
+    .map((e) => e.name)
+    .sort(compareVersions);
+}
+
+function moduleUrl(path: string, folder: string, source: string): string {
+  const file = isAbsolute(path) ? path : resolve(folder, path);
+  if (!existsSync(file)) throw new SettingsError(`${source}: runtime: no module ${file} (give "onnx" or the path of a module that exports a Worker)`);
+  return pathToFileURL(file).href;
+}
+
+function onnxFile(settings: ModelSettings, dir: string, source: string): string {
+  if (settings.file !== undefined) {
+    const file = join(dir, settings.file);
+    if (!existsSync(file)) throw new SettingsError(`${source}: file: there is no ${file}`);
+    return file;
+  }
+  const found = readdirSync(dir).filter((f) => f.endsWith(".onnx"));
+  if (found.length !== 1) {
+    throw new SettingsError(`${source}: file: ${dir} holds ${found.length === 0 ? "no .onnx file" : `${found.length} .onnx files`}; name the one to serve`);
+  }
+  return join(dir, found[0]!);
+}
+
+// The bytes of the files under `dir`: what loading them costs, unless the settings say otherwise.
+function sizeOf(dir: string): number {
+  let bytes = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    bytes += entry.isDirectory() ? sizeOf(path) : statSync(path).size;
+  }
+  return bytes;
+}

@@ -1,0 +1,86 @@
+/**
+ * A model's settings: the `model-settings.json` file of a model folder, or the object given to
+ * `Server.addModel()`. Checked with zod, so that a mistake is reported with the file and field.
+ */
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+
+const DATATYPES = ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "FP32", "FP64", "BYTES"] as const;
+
+const tensorMetadata = z.strictObject({
+  name: z.string().min(1),
+  datatype: z.enum(DATATYPES),
+  /** -1 for a dimension of any size. */
+  shape: z.array(z.number().int().min(-1)),
+});
+
+/** The V2 description of one input or output, as model metadata shows it. */
+export type TensorMetadata = z.infer<typeof tensorMetadata>;
+
+const NAME = /^[A-Za-z0-9_.-]+$/;
+
+/** The schema of a settings file; every field is described in docs/models.md. */
+export const modelSettingsSchema = z.strictObject({
+  name: z.string().regex(NAME, "letters, digits, '_', '.' and '-' only"),
+  /** Version folders (`"1"`, `"2"`); default: the folders whose names are whole numbers, else none (unversioned). */
+  versions: z.array(z.string().regex(NAME, "letters, digits, '_', '.' and '-' only")).min(1).optional(),
+  /** `"onnx"`, or the path (from the model folder) of a module that exports a Worker class. */
+  runtime: z.string().min(1),
+  /** The `.onnx` file in each version folder (default: the only one there). */
+  file: z.string().min(1).optional(),
+  maxBatchSize: z.number().int().min(1).default(1),
+  maxWaitMs: z.number().int().min(0).default(0),
+  /** Workers of the shared pool the model is loaded on. */
+  replicas: z.number().int().min(1).default(1),
+  /** What one replica costs of the pool's memory budget (default: its files' size). */
+  memoryBytes: z.number().int().min(0).optional(),
+  /** Passed to the model's Worker as `parameters`. */
+  parameters: z.record(z.string(), z.unknown()).default({}),
+  /** Metadata of a module runtime's inputs and outputs (an ONNX model reports its own). */
+  inputs: z.array(tensorMetadata).optional(),
+  outputs: z.array(tensorMetadata).optional(),
+});
+
+/** Settings as written: defaults may be left out. */
+export type ModelSettingsInput = z.input<typeof modelSettingsSchema>;
+
+/** Settings with every default filled in. */
+export type ModelSettings = z.output<typeof modelSettingsSchema>;
+
+/** Settings that do not validate: the message names where they come from and the fields at fault. */
+export class SettingsError extends Error {
+  override name = "SettingsError";
+
+  constructor(
+    message: string,
+    /** The model folder the settings are in, when they come from a repository. */
+    readonly folder = "",
+  ) {
+    super(message);
+  }
+}
+
+/** Checks settings given in code or read from `source` (a file path, for the message). */
+export function parseSettings(value: unknown, source: string): ModelSettings {
+  const parsed = modelSettingsSchema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(root)"}: ${issue.message}`);
+  throw new SettingsError(`${source}: ${problems.join("; ")}`);
+}
+
+/** Reads and checks a `model-settings.json` file. */
+export function readSettingsFile(file: string): ModelSettings {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new SettingsError(`${file}: cannot read it: ${(err as Error).message}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new SettingsError(`${file}: not JSON: ${(err as Error).message}`);
+  }
+  return parseSettings(value, file);
+}
