@@ -11,8 +11,8 @@ export interface Route {
 
 /** How a task's answer reaches its client. The HTTP front implements it. */
 export interface Reply {
-  /** Answer 200 with these bytes. */
-  send(body: Uint8Array, contentType: string): void;
+  /** Answer 200 with these bytes, and these response headers if any. */
+  send(body: Uint8Array, contentType: string, headers?: Record<string, string>): void;
   /** Answer with the error's status and `{"error": …}`. */
   fail(error: ShoalError): void;
   /** Called once when the task settles in any way (answered, failed or dropped). */
@@ -67,8 +67,8 @@ export class Task {
     return this.stageIndex === this.route.stages.length - 1;
   }
 
-  succeed(body: Uint8Array, contentType: string): void {
-    if (this.#settle()) this.#reply.send(body, contentType);
+  succeed(body: Uint8Array, contentType: string, headers?: Record<string, string>): void {
+    if (this.#settle()) this.#reply.send(body, contentType, headers);
   }
 
   fail(error: ShoalError): void {

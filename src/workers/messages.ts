@@ -5,6 +5,7 @@
  */
 import type { WireError } from "../errors.js";
 import type { WorkerMetricsReport } from "../metrics/registry.js";
+import type { TensorMetadata } from "../models/settings.js";
 import type { JsonSchema } from "../schema.js";
 import type { RequestMeta } from "../worker.js";
 
@@ -22,6 +23,11 @@ export interface WorkerBoot {
   maxBatchSize: number;
   /** How many workers the stage runs. */
   num: number;
+  /**
+   * When true the worker hosts models of the shared pool (load, unload, batches naming their
+   * model) instead of a stage's Worker; the stage fields are then unused.
+   */
+  host?: boolean;
 }
 
 /**
@@ -48,14 +54,62 @@ export interface BatchMessage {
   kind: "batch";
   seq: number;
   items: BatchItem[];
+  /** On a model host: the loaded model instance the items are for. */
+  model?: string;
+}
+
+/** Coordinator to a model host: load a model instance; the answer is `loaded` or `loadFailed`. */
+export interface LoadMessage {
+  kind: "load";
+  /** The instance's key, unique in the pool: batches and unloads name it. */
+  model: string;
+  name: string;
+  /** "" when unversioned. */
+  version: string;
+  /** `"onnx"`, or the URL of a module that exports a Worker class. */
+  runtime: string;
+  /** The version's folder. */
+  dir: string;
+  /** The `.onnx` file, for the ONNX runtime. */
+  file?: string;
+  maxBatchSize: number;
+  /** How many models may share the worker's cores (threads each ONNX session takes). */
+  workers: number;
+  parameters: Record<string, unknown>;
+  /** Declared metadata, for a module runtime. */
+  inputs?: TensorMetadata[];
+  outputs?: TensorMetadata[];
+}
+
+/** Coordinator to a model host: drop a model instance. No answer. */
+export interface UnloadMessage {
+  kind: "unload";
+  model: string;
+}
+
+/** Model host to coordinator: the instance is loaded, with the V2 metadata of its tensors. */
+export interface LoadedMessage {
+  kind: "loaded";
+  model: string;
+  platform: string;
+  inputs: TensorMetadata[];
+  outputs: TensorMetadata[];
+}
+
+/** Model host to coordinator: the instance could not load; only this model fails. */
+export interface LoadFailedMessage {
+  kind: "loadFailed";
+  model: string;
+  error: WireError;
 }
 
 /**
  * The outcome of one item. An egress success carries bytes, and their content-type when it is
- * not the worker's usual one; an inner success carries the value itself.
+ * not the worker's usual one, and response headers of its own if any; an inner success carries
+ * the value itself.
  */
 export type ItemResult =
-  | { ok: true; value: unknown; transfer?: ArrayBuffer[]; contentType?: string }
+  | { ok: true; value: unknown; transfer?: ArrayBuffer[]; contentType?: string; headers?: Record<string, string> }
   | { ok: false; error: WireError };
 
 /** Worker to coordinator: the worker has run `init()` and its warm-up, and takes work. */
@@ -97,5 +151,5 @@ export interface FatalMessage {
   error: WireError;
 }
 
-export type ToWorker = BatchMessage;
-export type FromWorker = ReadyMessage | ResultMessage | LogMessage | MetricsMessage | FatalMessage;
+export type ToWorker = BatchMessage | LoadMessage | UnloadMessage;
+export type FromWorker = ReadyMessage | ResultMessage | LogMessage | MetricsMessage | FatalMessage | LoadedMessage | LoadFailedMessage;

@@ -3,12 +3,18 @@ import type { Logger } from "../logger.js";
 import type { StageMetrics } from "../metrics/registry.js";
 import type { Task } from "../scheduling/task.js";
 import type { Channel, ChannelFactory } from "./channel.js";
-import type { BatchMessage, FromWorker, ReadyMessage, ResultMessage, WorkerBoot } from "./messages.js";
+import type { BatchMessage, FromWorker, LoadFailedMessage, LoadedMessage, ReadyMessage, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
 
-/** What a pool tells the stage that owns it. */
+/** What a pool tells the stage, or the model pool, that owns it. */
 export interface PoolOwner {
-  /** A worker is free: pull more work. */
-  onWorkerFree(): void;
+  /** Worker `workerId` is free: pull more work. */
+  onWorkerFree(workerId: number): void;
+  /** Worker `workerId` has started (at start-up, or as a replacement) and takes work. */
+  onWorkerUp?(workerId: number): void;
+  /** Worker `workerId` is gone; a replacement with the same id follows unless the pool is closing. */
+  onWorkerGone?(workerId: number): void;
+  /** A model host answered a load. */
+  onLoadReply?(workerId: number, message: LoadedMessage | LoadFailedMessage): void;
   /** A batch came back from the worker after `elapsedMs` (IPC included). */
   onBatchDone(tasks: Task[], result: ResultMessage, contentType: string, elapsedMs: number): void;
   /** A batch will not come back (timeout or dead worker): fail its tasks. */
@@ -26,6 +32,8 @@ export interface PoolOptions {
   timeoutMs: number;
   env: Record<string, string>[] | undefined;
   channel: ChannelFactory;
+  /** The workers host models of the shared pool instead of a stage's Worker. */
+  host?: boolean;
   logger: Logger;
   metrics: StageMetrics;
 }
@@ -89,6 +97,18 @@ export class Pool {
     return this.#idle.length > 0;
   }
 
+  /** The ids of the workers that are free, most recently freed last. */
+  idleWorkers(): number[] {
+    return this.#idle.map((h) => h.workerId);
+  }
+
+  /** The ids of the workers started and alive. */
+  liveWorkers(): number[] {
+    const ids: number[] = [];
+    for (const h of this.#handles.values()) if (h.state === "idle" || h.state === "busy") ids.push(h.workerId);
+    return ids;
+  }
+
   /** Spawns every worker; resolves when all are ready, rejects if one cannot start. */
   start(): Promise<void> {
     const ids = Array.from({ length: this.#options.num }, (_, i) => i + 1);
@@ -108,15 +128,25 @@ export class Pool {
     });
   }
 
-  /** Sends a batch to a free worker; the owner hears back through `onBatchDone` or `onBatchLost`. */
-  dispatch(tasks: Task[], message: Omit<BatchMessage, "seq">, transfer: ArrayBuffer[]): void {
-    const handle = this.#idle.pop()!;
+  /**
+   * Sends a batch to a free worker (worker `workerId`, which must be free, when given); the owner
+   * hears back through `onBatchDone` or `onBatchLost`.
+   */
+  dispatch(tasks: Task[], message: Omit<BatchMessage, "seq">, transfer: ArrayBuffer[], workerId?: number): void {
+    const at = workerId === undefined ? this.#idle.length - 1 : this.#idle.findIndex((h) => h.workerId === workerId);
+    const handle = this.#idle.splice(at, 1)[0]!;
     handle.state = "busy";
     handle.batch = tasks;
     const seq = ++handle.seq;
     handle.sentAt = performance.now();
     handle.timer = setTimeout(() => this.#overrun(handle), this.#options.timeoutMs);
     handle.channel.send({ ...message, seq }, transfer);
+  }
+
+  /** Sends a message other than a batch (a model load or unload) to a live worker. */
+  send(workerId: number, message: ToWorker): void {
+    const handle = this.#handles.get(workerId);
+    if (handle !== undefined && (handle.state === "idle" || handle.state === "busy")) handle.channel.send(message, []);
   }
 
   /** Stops every worker. */
@@ -138,6 +168,7 @@ export class Pool {
       maxBatchSize: o.maxBatchSize,
       num: o.num,
     };
+    if (o.host) boot.host = true;
     handle.channel = o.channel(boot, o.env?.[workerId - 1], {
       message: (message) => this.#onMessage(handle, message, startup),
       exit: (reason) => this.#onExit(handle, reason, startup),
@@ -154,7 +185,8 @@ export class Pool {
         this.#idle.push(handle);
         this.#log.debug({ worker: handle.workerId }, "worker ready");
         startup?.ready();
-        this.#owner.onWorkerFree();
+        this.#owner.onWorkerUp?.(handle.workerId);
+        this.#owner.onWorkerFree(handle.workerId);
         return;
       case "result": {
         if (handle.batch === null || message.seq !== handle.seq) return;
@@ -164,9 +196,13 @@ export class Pool {
         handle.state = "idle";
         this.#idle.push(handle);
         this.#owner.onBatchDone(tasks, message, handle.contentType, performance.now() - handle.sentAt);
-        this.#owner.onWorkerFree();
+        this.#owner.onWorkerFree(handle.workerId);
         return;
       }
+      case "loaded":
+      case "loadFailed":
+        this.#owner.onLoadReply?.(handle.workerId, message);
+        return;
       case "log":
         this.#log[message.level]({ ...message.fields, worker: handle.workerId }, message.msg);
         return;
@@ -203,6 +239,7 @@ export class Pool {
       this.#owner.onBatchLost(tasks, new ShoalError("WORKER_DIED", "the worker running this request died"));
     }
     if (this.#closing) return;
+    if (!wasStarting) this.#owner.onWorkerGone?.(handle.workerId);
     const why = handle.fatal?.message || reason;
     if (handle.fatal?.stack !== undefined) this.#log.error({ worker: handle.workerId, err: handle.fatal.stack }, "worker failed to start");
     if (!this.#started && startup) {

@@ -56,10 +56,11 @@ class ProcessChannel implements Channel {
     } catch (err) {
       // A value MessagePack cannot carry (a cycle, say) fails its batch, not the worker. The
       // answer comes on a later tick, as a worker's would.
-      queueMicrotask(() => this.#events.message({ kind: "result", seq: message.seq, error: errorToWire(err, "ENCODING") }));
+      if (message.kind === "batch") queueMicrotask(() => this.#events.message({ kind: "result", seq: message.seq, error: errorToWire(err, "ENCODING") }));
+      else queueMicrotask(() => this.#events.message({ kind: "loadFailed", model: message.model, error: errorToWire(err, "ENCODING") }));
       return;
     }
-    this.#pending = { seq: message.seq, size: message.items.length };
+    if (message.kind === "batch") this.#pending = { seq: message.seq, size: message.items.length };
     // The pool sends batches only to a worker that said ready, so the socket is there.
     this.#socket!.write(frame);
   }
@@ -121,7 +122,7 @@ class ProcessChannel implements Channel {
     }
     for (const message of messages) {
       if (this.#reason !== "") return;
-      if (message.kind === "boot" || message.kind === "batch") {
+      if (message.kind === "boot" || message.kind === "batch" || message.kind === "load" || message.kind === "unload") {
         this.#fail(`a worker sent a ${message.kind} frame`);
       } else if (message.kind === "result") {
         const result = this.#result(message);

@@ -4,7 +4,7 @@
  * Without its coordinator a worker has nothing to do, so it exits when the socket closes.
  */
 import { connect } from "node:net";
-import type { BatchMessage } from "./messages.js";
+import type { ToWorker } from "./messages.js";
 import { serveWorker, type WorkerLink } from "./serve-worker.js";
 import { FrameDecoder, ProtocolError, SOCKET_ENV, encodeFrame, type WireMessage } from "./wire.js";
 
@@ -17,11 +17,11 @@ if (path === undefined) {
 const socket = connect(path);
 const decoder = new FrameDecoder();
 let booted = false;
-let runBatch: ((batch: BatchMessage) => void) | undefined;
+let handle: ((message: ToWorker) => void) | undefined;
 
 const link: WorkerLink = {
   post: (message) => void socket.write(encodeFrame(message)),
-  onBatch: (run) => (runBatch = run),
+  onMessage: (run) => (handle = run),
   exit: (code) => {
     process.exitCode = code;
     socket.end();
@@ -32,8 +32,8 @@ function receive(message: WireMessage): void {
   if (message.kind === "boot" && !booted) {
     booted = true;
     void serveWorker(message, link);
-  } else if (message.kind === "batch" && runBatch !== undefined) {
-    runBatch(message);
+  } else if ((message.kind === "batch" || message.kind === "load" || message.kind === "unload") && handle !== undefined) {
+    handle(message);
   } else {
     throw new ProtocolError(`unexpected ${message.kind} frame`);
   }

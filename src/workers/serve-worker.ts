@@ -1,6 +1,6 @@
 import { errorToWire } from "../errors.js";
 import { enterWorkerContext } from "./context.js";
-import type { BatchMessage, FromWorker, WorkerBoot } from "./messages.js";
+import type { FromWorker, ToWorker, WorkerBoot } from "./messages.js";
 import { importServerModule } from "./module-loader.js";
 import { WorkerRuntime } from "./runtime.js";
 
@@ -8,8 +8,8 @@ import { WorkerRuntime } from "./runtime.js";
 export interface WorkerLink {
   /** Sends a message, moving `transfer` where the link can. Throws if the message cannot be carried. */
   post(message: FromWorker, transfer: ArrayBuffer[]): void;
-  /** Sets what runs each batch the coordinator sends. */
-  onBatch(run: (batch: BatchMessage) => void): void;
+  /** Sets what handles each message the coordinator sends after the boot. */
+  onMessage(run: (message: ToWorker) => void): void;
   /** Ends the worker with `code` once what was posted has left. */
   exit(code: number): void;
 }
@@ -20,9 +20,14 @@ export interface WorkerLink {
  * coordinator one at a time.
  */
 export async function serveWorker(boot: WorkerBoot, link: WorkerLink): Promise<void> {
+  if (boot.host) {
+    await serveModels(boot, link);
+    return;
+  }
   try {
     const runtime = await start(boot, (message) => link.post(message, []));
-    link.onBatch(async (batch) => {
+    link.onMessage(async (batch) => {
+      if (batch.kind !== "batch") return;
       try {
         const { message, transfer } = await runtime.run(batch);
         link.post(message, transfer);
@@ -36,6 +41,23 @@ export async function serveWorker(boot: WorkerBoot, link: WorkerLink): Promise<v
     link.post({ kind: "fatal", error: errorToWire(err, "SERVER") }, []);
     link.exit(1);
   }
+}
+
+// A worker of the shared model pool: ready at once, then loads, unloads and runs what it is told.
+// Its code is imported only here, so that a stage's worker does not load the V2 codecs.
+async function serveModels(boot: WorkerBoot, link: WorkerLink): Promise<void> {
+  const { ModelHost } = await import("./model-host.js");
+  const host = new ModelHost(boot.workerId, (message) => link.post(message, []));
+  link.onMessage(async (message) => {
+    try {
+      const reply = await host.receive(message);
+      if (reply !== undefined) link.post(reply.message, reply.transfer);
+    } catch (err) {
+      if (message.kind === "batch") link.post({ kind: "result", seq: message.seq, error: errorToWire(err, "SERVER") }, []);
+      else throw err;
+    }
+  });
+  link.post({ kind: "ready", contentType: "application/json" }, []);
 }
 
 async function start(boot: WorkerBoot, send: (message: FromWorker) => void): Promise<WorkerRuntime> {

@@ -9,7 +9,7 @@ const port = parentPort!;
 
 await serveWorker(workerData as WorkerBoot, {
   post: (message, transfer) => port.postMessage(message, transfer),
-  onBatch: (run) => port.on("message", run),
+  onMessage: (run) => port.on("message", run),
   // Let the last message flush before the thread ends.
   exit: (code) => setImmediate(() => process.exit(code)),
 });

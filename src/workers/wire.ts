@@ -43,11 +43,15 @@ export type WireMessage = BootMessage | ToWorker | FromWorker;
 export const KIND = {
   boot: 0x01,
   batch: 0x02,
+  load: 0x03,
+  unload: 0x04,
   ready: 0x81,
   result: 0x82,
   log: 0x83,
   metrics: 0x84,
   fatal: 0x85,
+  loaded: 0x86,
+  loadFailed: 0x87,
 } as const satisfies Record<WireMessage["kind"], number>;
 
 /** Header flag bits. Senders leave the others 0; receivers ignore them. */
@@ -173,6 +177,21 @@ function toMessage(kind: WireMessage["kind"], flags: number, seq: number, fields
       listOf(fields.metrics, `${where}: metrics`);
       return { ...fields, kind } as FromWorker;
     case "fatal":
+      checkError(fields.error, `${where}: error`);
+      return { ...fields, kind } as FromWorker;
+    case "load":
+      expect(fields, where, { model: "string", name: "string", version: "string", runtime: "string", dir: "string", maxBatchSize: "number", workers: "number", parameters: "object" });
+      return { ...fields, kind } as ToWorker;
+    case "unload":
+      expect(fields, where, { model: "string" });
+      return { ...fields, kind } as ToWorker;
+    case "loaded":
+      expect(fields, where, { model: "string", platform: "string" });
+      listOf(fields.inputs, `${where}: inputs`);
+      listOf(fields.outputs, `${where}: outputs`);
+      return { ...fields, kind } as FromWorker;
+    case "loadFailed":
+      expect(fields, where, { model: "string" });
       checkError(fields.error, `${where}: error`);
       return { ...fields, kind } as FromWorker;
   }

@@ -1,0 +1,549 @@
+import { ShoalError, errorFromWire } from "../errors.js";
+import type { Logger } from "../logger.js";
+import type { Metrics, StageMetrics } from "../metrics/registry.js";
+import { BatchQueue } from "../scheduling/batch-queue.js";
+import type { Task } from "../scheduling/task.js";
+import type { ChannelFactory } from "../workers/channel.js";
+import type { BatchItem, LoadFailedMessage, LoadedMessage, ResultMessage } from "../workers/messages.js";
+import { Pool, type PoolOwner } from "../workers/pool.js";
+import { attached } from "../workers/transfer.js";
+import type { ModelSpec } from "./repository.js";
+import type { TensorMetadata } from "./settings.js";
+import { ModelStats } from "./stats.js";
+
+/** What the shared pool needs from the server around it. */
+export interface ModelPoolOptions {
+  /** Workers in the pool. */
+  workers: number;
+  channel: ChannelFactory;
+  /** Most requests one model may hold queued; more are refused with 429. */
+  capacity: number;
+  /** Cap on one batch's run on a worker, in ms. */
+  timeoutMs: number;
+  /** What all loaded replicas may cost together, in bytes (Infinity: no budget). */
+  memoryBytes: number;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+/**
+ * Where a model version stands. `evicted`: unloaded to make room, loaded again on its next
+ * request. `unloaded`: unloaded on request; only a load brings it back.
+ */
+export type ModelState = "loading" | "ready" | "failed" | "evicted" | "unloading" | "unloaded";
+
+/** The V2 metadata workers report when they load a model. */
+export interface ModelMetadata {
+  platform: string;
+  inputs: TensorMetadata[];
+  outputs: TensorMetadata[];
+}
+
+/**
+ * One loaded (or loading) copy of a model version on some workers. A reload makes a new
+ * instance; the old one serves until the new one is ready, then leaves once its batches are done.
+ */
+class Instance {
+  /** Workers that loaded it. */
+  readonly workers = new Set<number>();
+  /** Workers still loading it. */
+  readonly pending = new Set<number>();
+  /** Batches in workers. */
+  inFlight = 0;
+  /** Why the last load on a worker failed. */
+  failure: ShoalError | undefined;
+  /** Some replica found no room in the memory budget. */
+  noRoom = false;
+  metadata: ModelMetadata | undefined;
+  /** Settles when no worker is still loading it. */
+  readonly settled: Promise<void>;
+  #settle!: () => void;
+
+  constructor(
+    readonly key: string,
+    readonly model: ModelVersion,
+  ) {
+    this.settled = new Promise((resolve) => (this.#settle = resolve));
+  }
+
+  done(): void {
+    this.#settle();
+  }
+}
+
+/** A model version: its settings, its queue, its state and its current instance. */
+export class ModelVersion {
+  state: ModelState = "loading";
+  /** Why it is not ready, for the repository index. */
+  reason = "";
+  current: Instance | undefined;
+  /** The instance loading to replace `current` (a reload). */
+  next: Instance | undefined;
+  /** When a request last used it (performance.now() clock), for eviction. */
+  lastUsed = 0;
+  readonly queue: BatchQueue;
+  readonly stats: ModelStats;
+  readonly metrics: StageMetrics;
+  #drained: (() => void) | undefined;
+
+  constructor(
+    public spec: ModelSpec,
+    pool: ModelPool,
+    capacity: number,
+    metrics: Metrics,
+  ) {
+    this.stats = new ModelStats();
+    this.metrics = metrics.stage(`model:${this.label}`);
+    this.queue = new BatchQueue(spec, capacity, `model ${this.label}`, () => pool.pump(), (ms) => {
+      this.metrics.queueWait(ms);
+      this.stats.queued(ms);
+    });
+  }
+
+  /** `name` or `name/version`, for logs and messages. */
+  get label(): string {
+    return this.spec.version === "" ? this.spec.name : `${this.spec.name}/${this.spec.version}`;
+  }
+
+  /** Whether it is ready to serve: loaded on at least one live worker. */
+  get ready(): boolean {
+    return this.state === "ready";
+  }
+
+  /** Resolves when it has nothing queued and nothing in workers. */
+  drained(): Promise<void> {
+    if (this.#idle()) return Promise.resolve();
+    return new Promise((resolve) => (this.#drained = resolve));
+  }
+
+  /** Called when a batch ends or a queued request settles. */
+  checkDrained(): void {
+    if (this.#drained !== undefined && this.#idle()) {
+      const resolve = this.#drained;
+      this.#drained = undefined;
+      resolve();
+    }
+  }
+
+  #idle(): boolean {
+    return this.queue.queued === 0 && (this.current?.inFlight ?? 0) === 0;
+  }
+}
+
+/** A batch in a worker. */
+interface Flight {
+  model: ModelVersion;
+  instance: Instance;
+}
+
+/**
+ * The shared pool: N workers that host every model. A model version is loaded on `replicas`
+ * workers, those holding the fewest bytes of models; each version has its own queue and batch
+ * policy, and a free worker takes the next batch of a model it has loaded. Workers that die are
+ * replaced and get their models again. With a memory budget, loading a model that does not fit
+ * first evicts the least recently used idle ones.
+ */
+export class ModelPool implements PoolOwner {
+  readonly pool: Pool;
+  readonly #options: ModelPoolOptions;
+  readonly #log: Logger;
+  readonly #versions = new Map<string, ModelVersion>();
+  readonly #instances = new Map<string, Instance>();
+  /** The instances each worker holds or is loading. */
+  readonly #hosted = new Map<number, Set<Instance>>();
+  readonly #flights = new Map<Task[], Flight>();
+  #generation = 0;
+  #started = false;
+
+  constructor(options: ModelPoolOptions) {
+    this.#options = options;
+    this.#log = options.logger.child({ pool: "models" });
+    this.pool = new Pool(
+      {
+        stageName: "models",
+        className: "",
+        stageIndex: -1,
+        moduleUrl: "",
+        num: options.workers,
+        maxBatchSize: 1,
+        timeoutMs: options.timeoutMs,
+        env: undefined,
+        channel: options.channel,
+        logger: options.logger,
+        metrics: options.metrics.stage("models"),
+        host: true,
+      },
+      this,
+    );
+  }
+
+  /** Every model version, loaded or not. */
+  versions(): ModelVersion[] {
+    return [...this.#versions.values()];
+  }
+
+  /** One version of a model, by name and version ("" for unversioned). */
+  version(name: string, version: string): ModelVersion | undefined {
+    return this.#versions.get(keyOf(name, version));
+  }
+
+  /** Why the pool is not ready: a model that should be loaded is not, or undefined. */
+  notReady(): string | undefined {
+    const loading = this.versions().filter((m) => m.state === "loading");
+    return loading.length > 0 ? `loading ${loading.map((m) => m.label).join(", ")}` : undefined;
+  }
+
+  /** Starts the workers, then loads every model; resolves when each load has succeeded or failed. */
+  async start(): Promise<void> {
+    await this.pool.start();
+    this.#started = true;
+    await Promise.all(this.versions().map((m) => this.#load(m)));
+  }
+
+  /**
+   * Loads a model version, or reloads it when it is loaded: the new instance serves before the
+   * old one goes. Resolves when it is ready; rejects with why it could not load.
+   */
+  async load(spec: ModelSpec): Promise<void> {
+    const key = keyOf(spec.name, spec.version);
+    let model = this.#versions.get(key);
+    if (model === undefined) {
+      model = new ModelVersion(spec, this, this.#options.capacity, this.#options.metrics);
+      this.#versions.set(key, model);
+    } else {
+      model.spec = spec;
+    }
+    if (!this.#started) return;
+    await this.#load(model);
+    if (!model.ready) throw model.current?.failure ?? new ShoalError("NOT_READY", model.reason);
+  }
+
+  /** Unloads a version once its queued and running requests are answered. */
+  async unload(model: ModelVersion): Promise<void> {
+    if (model.state === "unloaded") return;
+    model.state = "unloading";
+    model.reason = "unloading";
+    this.pump();
+    await model.drained();
+    this.#drop(model.current);
+    this.#drop(model.next);
+    model.current = model.next = undefined;
+    model.state = "unloaded";
+    model.reason = "unloaded";
+  }
+
+  /** Forgets a version that is unloaded (gone from its repository). */
+  remove(model: ModelVersion): void {
+    if (model.state === "unloaded") this.#versions.delete(keyOf(model.spec.name, model.spec.version));
+  }
+
+  /**
+   * Queues a request for a model. An evicted model is loaded again; the request waits in the
+   * queue meanwhile, within its deadline.
+   */
+  admit(model: ModelVersion, task: Task): ShoalError | undefined {
+    if (model.state === "failed") return new ShoalError("NOT_READY", `model ${model.label} failed to load: ${model.reason}`);
+    if (model.state === "unloading" || model.state === "unloaded") return new ShoalError("NOT_FOUND", `model ${model.label} is ${model.state}`);
+    const refused = model.queue.admit(task);
+    if (refused !== undefined) return refused;
+    model.lastUsed = performance.now();
+    if (model.state === "evicted") void this.#load(model);
+    else this.pump();
+    return undefined;
+  }
+
+  /** Stops every worker. */
+  close(): void {
+    this.pool.close();
+  }
+
+  /** Hands queued requests to free workers that have their model, until none can take more. */
+  pump(): void {
+    let progress = true;
+    while (progress) {
+      progress = false;
+      const idle = new Set(this.pool.idleWorkers());
+      if (idle.size === 0) return;
+      // One batch per model a pass, so that a busy model does not starve the others.
+      for (const model of this.#versions.values()) {
+        const instance = model.current;
+        if (instance === undefined || model.queue.queued === 0 || !(model.state === "ready" || model.state === "unloading")) continue;
+        const worker = [...instance.workers].find((w) => idle.has(w));
+        if (worker === undefined) continue;
+        const tasks = model.queue.next();
+        if (tasks === undefined) continue;
+        progress = true;
+        if (tasks.length === 0) continue;
+        idle.delete(worker);
+        this.#dispatch(model, instance, worker, tasks);
+      }
+    }
+    // Queued requests of a model being unloaded may have settled while waiting (deadline, client gone).
+    for (const model of this.#versions.values()) if (model.state === "unloading") model.checkDrained();
+  }
+
+  onWorkerFree(): void {
+    this.pump();
+  }
+
+  onWorkerUp(): void {
+    if (this.#started) this.#reconcile();
+  }
+
+  onWorkerGone(workerId: number): void {
+    const lost = this.#hosted.get(workerId) ?? new Set();
+    this.#hosted.delete(workerId);
+    for (const instance of lost) {
+      instance.workers.delete(workerId);
+      const model = instance.model;
+      if (instance === model.current && instance.workers.size === 0 && model.state === "ready") {
+        // Its requests wait in its queue while the replacement loads it.
+        model.state = "loading";
+        model.reason = "its workers died; loading it on their replacements";
+      }
+      if (instance.pending.delete(workerId)) {
+        instance.failure ??= new ShoalError("NOT_READY", "the worker died while loading it");
+        if (instance.pending.size === 0) this.#settled(instance);
+      }
+    }
+    this.#log.warn({ worker: workerId, models: [...lost].map((i) => i.model.label) }, "a worker of the shared pool died; its models load again on its replacement");
+  }
+
+  onLoadReply(workerId: number, message: LoadedMessage | LoadFailedMessage): void {
+    const instance = this.#instances.get(message.model);
+    if (instance === undefined || !instance.pending.delete(workerId)) return;
+    if (message.kind === "loaded") {
+      instance.workers.add(workerId);
+      instance.metadata = { platform: message.platform, inputs: message.inputs, outputs: message.outputs };
+      this.#log.debug({ model: instance.model.label, worker: workerId }, "model replica loaded");
+    } else {
+      this.#hosted.get(workerId)?.delete(instance);
+      instance.failure = errorFromWire(message.error);
+      this.#log.error({ model: instance.model.label, worker: workerId, err: message.error.stack ?? message.error.message }, "model failed to load");
+    }
+    if (instance.pending.size === 0) this.#settled(instance);
+  }
+
+  onBatchDone(tasks: Task[], result: ResultMessage, _contentType: string, elapsedMs: number): void {
+    const { model, instance } = this.#landed(tasks);
+    model.metrics.forward(elapsedMs);
+    model.stats.batch(tasks.length, elapsedMs);
+    if (result.error !== undefined) {
+      this.#logUnexpected(model, result.error.stack);
+      const error = errorFromWire(result.error);
+      for (const task of tasks) this.#fail(model, task, error);
+    } else {
+      const results = result.results!;
+      tasks.forEach((task, i) => {
+        const item = results[i]!;
+        if (!item.ok) {
+          this.#logUnexpected(model, item.error.stack);
+          this.#fail(model, task, errorFromWire(item.error));
+        } else if (!task.settled) {
+          model.stats.succeeded(performance.now() - task.enqueuedAt);
+          task.succeed(item.value as Uint8Array, item.contentType ?? "application/json", item.headers);
+        }
+      });
+    }
+    this.#retire(model, instance);
+  }
+
+  onBatchLost(tasks: Task[], error: ShoalError): void {
+    const { model, instance } = this.#landed(tasks);
+    for (const task of tasks) this.#fail(model, task, error);
+    this.#retire(model, instance);
+  }
+
+  // Loads a version that is not loaded, or reloads one that is; resolves when the load settles.
+  async #load(model: ModelVersion): Promise<void> {
+    const instance = new Instance(`${model.spec.name}:${model.spec.version}#${++this.#generation}`, model);
+    this.#instances.set(instance.key, instance);
+    const reload = model.current !== undefined && model.state === "ready";
+    if (reload) {
+      this.#drop(model.next);
+      model.next = instance;
+    } else {
+      this.#drop(model.current);
+      model.current = instance;
+      model.state = "loading";
+      model.reason = "loading";
+    }
+    this.#place(instance);
+    if (instance.pending.size === 0) this.#settled(instance);
+    await instance.settled;
+  }
+
+  // Loads `instance` on as many more workers as its model's replicas ask, choosing the workers
+  // that hold the fewest bytes (then the fewest models), evicting idle models to keep within
+  // the memory budget.
+  #place(instance: Instance): void {
+    const { spec } = instance.model;
+    const live = this.pool.liveWorkers();
+    const want = Math.min(spec.replicas, live.length) - instance.workers.size - instance.pending.size;
+    const candidates = live
+      .filter((w) => !instance.workers.has(w) && !instance.pending.has(w))
+      .sort((a, b) => this.#bytesOn(a) - this.#bytesOn(b) || this.#hostedOn(a).size - this.#hostedOn(b).size);
+    for (const workerId of candidates.slice(0, Math.max(0, want))) {
+      if (!this.#makeRoom(spec.costBytes, instance.model)) {
+        instance.noRoom = true;
+        instance.failure = new ShoalError("NOT_READY", `its ${spec.costBytes} bytes do not fit in the pool's memory budget of ${this.#options.memoryBytes} bytes beside the models in use`);
+        break;
+      }
+      instance.pending.add(workerId);
+      this.#hostedOn(workerId).add(instance);
+      this.pool.send(workerId, {
+        kind: "load",
+        model: instance.key,
+        name: spec.name,
+        version: spec.version,
+        runtime: spec.runtime,
+        dir: spec.dir,
+        ...(spec.file === undefined ? {} : { file: spec.file }),
+        maxBatchSize: spec.maxBatchSize,
+        workers: this.#options.workers,
+        parameters: spec.parameters,
+        ...(spec.inputs === undefined ? {} : { inputs: spec.inputs }),
+        ...(spec.outputs === undefined ? {} : { outputs: spec.outputs }),
+      });
+    }
+  }
+
+  // No worker is still loading `instance`: it is ready if some worker loaded it.
+  #settled(instance: Instance): void {
+    const model = instance.model;
+    const loaded = instance.workers.size > 0;
+    if (instance === model.next) {
+      if (loaded) {
+        const old = model.current!;
+        model.current = instance;
+        model.next = undefined;
+        this.#log.info({ model: model.label, workers: [...instance.workers] }, "model reloaded");
+        this.#retire(model, old);
+      } else {
+        this.#drop(instance);
+        model.next = undefined;
+      }
+    } else if (instance === model.current && model.state === "loading") {
+      if (loaded) {
+        model.state = "ready";
+        model.reason = "";
+        this.#log.info({ model: model.label, workers: [...instance.workers], costBytes: model.spec.costBytes }, "model loaded");
+      } else if (instance.noRoom && model.spec.costBytes <= this.#options.memoryBytes) {
+        // Room may be made later, when other models are idle: its next request tries again.
+        this.#drop(instance);
+        model.current = undefined;
+        model.state = "evicted";
+        model.reason = `waiting for room: ${instance.failure!.message}`;
+      } else {
+        model.state = "failed";
+        model.reason = instance.failure?.message ?? "no worker to load it on";
+        for (const task of model.queue.drain()) task.fail(new ShoalError("NOT_READY", `model ${model.label} failed to load: ${model.reason}`));
+      }
+    }
+    instance.done();
+    this.pump();
+  }
+
+  // Evicts the least recently used idle models until `bytes` more fit in the budget. False if
+  // they cannot.
+  #makeRoom(bytes: number, forModel: ModelVersion): boolean {
+    const budget = this.#options.memoryBytes;
+    let used = 0;
+    for (const instances of this.#hosted.values()) for (const i of instances) used += i.model.spec.costBytes;
+    if (used + bytes <= budget) return true;
+    const idle = this.versions()
+      .filter((m) => m !== forModel && m.state === "ready" && m.queue.queued === 0 && m.current!.inFlight === 0 && m.next === undefined)
+      .sort((a, b) => a.lastUsed - b.lastUsed);
+    for (const model of idle) {
+      used -= model.spec.costBytes * model.current!.workers.size;
+      this.#drop(model.current);
+      model.current = undefined;
+      model.state = "evicted";
+      model.reason = "evicted to make room; loads again on its next request";
+      this.#log.info({ model: model.label, forModel: forModel.label }, "model evicted");
+      if (used + bytes <= budget) return true;
+    }
+    return false;
+  }
+
+  // Brings every model that should be loaded back to its replicas (after a worker came back).
+  #reconcile(): void {
+    for (const model of this.#versions.values()) {
+      const instance = model.current;
+      if (instance === undefined || !(model.state === "ready" || model.state === "loading")) continue;
+      this.#place(instance);
+      // Nothing placed and nothing loaded: it does not fit the budget.
+      if (instance.pending.size === 0 && instance.workers.size === 0 && instance.noRoom) this.#settled(instance);
+    }
+  }
+
+  // An old instance leaves once its last batch is back. A model that had no room has requests
+  // waiting: a model may be idle now, so it tries again.
+  #retire(model: ModelVersion, instance: Instance): void {
+    if (instance !== model.current && instance !== model.next && instance.inFlight === 0) this.#drop(instance);
+    model.checkDrained();
+    for (const waiting of this.#versions.values()) if (waiting.state === "evicted" && waiting.queue.queued > 0) void this.#load(waiting);
+    this.pump();
+  }
+
+  // Unloads an instance from its workers and forgets it.
+  #drop(instance: Instance | undefined): void {
+    if (instance === undefined || !this.#instances.delete(instance.key)) return;
+    for (const workerId of [...instance.workers, ...instance.pending]) {
+      this.#hosted.get(workerId)?.delete(instance);
+      this.pool.send(workerId, { kind: "unload", model: instance.key });
+    }
+    instance.workers.clear();
+    instance.pending.clear();
+  }
+
+  #dispatch(model: ModelVersion, instance: Instance, workerId: number, tasks: Task[]): void {
+    const items: BatchItem[] = new Array(tasks.length);
+    const transfer: ArrayBuffer[] = [];
+    for (let i = 0; i < tasks.length; i++) {
+      const task = tasks[i]!;
+      items[i] = { payload: task.payload, ingress: true, egress: true, meta: task.meta };
+      if (task.transfer !== undefined) transfer.push(...task.transfer);
+      task.payload = undefined;
+      task.transfer = undefined;
+    }
+    instance.inFlight++;
+    model.lastUsed = performance.now();
+    model.metrics.batch(tasks.length);
+    this.#flights.set(tasks, { model, instance });
+    this.pool.dispatch(tasks, { kind: "batch", items, model: instance.key }, transfer.length > 0 ? attached(transfer) : transfer, workerId);
+  }
+
+  #landed(tasks: Task[]): Flight {
+    const flight = this.#flights.get(tasks)!;
+    this.#flights.delete(tasks);
+    flight.instance.inFlight--;
+    return flight;
+  }
+
+  #fail(model: ModelVersion, task: Task, error: ShoalError): void {
+    if (task.settled) return;
+    model.stats.failed(performance.now() - task.enqueuedAt);
+    task.fail(error);
+  }
+
+  #bytesOn(workerId: number): number {
+    let bytes = 0;
+    for (const instance of this.#hostedOn(workerId)) bytes += instance.model.spec.costBytes;
+    return bytes;
+  }
+
+  #hostedOn(workerId: number): Set<Instance> {
+    let set = this.#hosted.get(workerId);
+    if (set === undefined) this.#hosted.set(workerId, (set = new Set()));
+    return set;
+  }
+
+  #logUnexpected(model: ModelVersion, stack: string | undefined): void {
+    if (stack !== undefined) this.#log.error({ model: model.label, err: stack }, "inference failed");
+  }
+}
+
+function keyOf(name: string, version: string): string {
+  return `${name}\u0000${version}`;
+}
