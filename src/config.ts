@@ -20,6 +20,14 @@ export interface ServerConfig {
   namespace: string;
   /** Start one worker per stage, run each route's example through its pipeline, report, exit. */
   dryRun: boolean;
+  /** A model repository folder to serve with the V2 protocol, besides models added in code. */
+  modelRepository: string | undefined;
+  /** Workers of the shared pool that hosts the models. */
+  workers: number;
+  /** How the shared pool runs its workers: threads, or processes. */
+  modelIsolation: "thread" | "process";
+  /** What the models loaded in the shared pool may cost together, in bytes (0: no budget). */
+  modelMemoryBytes: number;
 }
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
@@ -55,6 +63,10 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--log-format <format>", "json, or pretty for readable lines").env("SHOAL_LOG_FORMAT").choices(["json", "pretty"]).default(defaults.logFormat),
     new Option("--dry-run", "start one worker per stage, send each route's example through its pipeline, print timings and exit").env("SHOAL_DRY_RUN").default(defaults.dryRun),
     new Option("--namespace <prefix>", "prefix of every Prometheus metric name").env("SHOAL_NAMESPACE").argParser(metricPrefix).default(defaults.namespace),
+    new Option("--model-repository <dir>", "serve every model of this folder with the V2 protocol").env("SHOAL_MODEL_REPOSITORY").default(defaults.modelRepository),
+    new Option("--workers <n>", "workers of the shared pool that hosts the models").env("SHOAL_WORKERS").argParser(integer(1)).default(defaults.workers),
+    new Option("--model-isolation <kind>", "run the shared pool's workers as threads or processes").env("SHOAL_MODEL_ISOLATION").choices(["thread", "process"]).default(defaults.modelIsolation),
+    new Option("--model-memory-bytes <bytes>", "what loaded models may cost together; the least recently used idle ones are evicted (0: no budget)").env("SHOAL_MODEL_MEMORY_BYTES").argParser(integer(0)).default(defaults.modelMemoryBytes),
   ];
 }
 
@@ -70,6 +82,10 @@ export function defaultConfig(): ServerConfig {
     logFormat: process.stdout.isTTY ? "pretty" : "json",
     namespace: "shoal",
     dryRun: false,
+    modelRepository: undefined,
+    workers: 1,
+    modelIsolation: "thread",
+    modelMemoryBytes: 0,
   };
 }
 
@@ -92,6 +108,10 @@ export function serverConfigOf(command: Command): ServerConfig {
     logFormat: o.logFormat,
     namespace: o.namespace,
     dryRun: Boolean(o.dryRun),
+    modelRepository: o.modelRepository,
+    workers: o.workers,
+    modelIsolation: o.modelIsolation,
+    modelMemoryBytes: o.modelMemoryBytes,
   };
 }
 

@@ -8,11 +8,14 @@ import { Server } from "../server/server.js";
 const GRAPH_OPTIMIZATIONS: NonNullable<OnnxSessionOptions["graphOptimization"]>[] = ["disabled", "basic", "extended", "all"];
 const EXECUTION_MODES: NonNullable<OnnxSessionOptions["executionMode"]>[] = ["sequential", "parallel"];
 
-/** `shoal serve <model.onnx>`: one ONNX stage with dynamic batching, and the server flags. */
+/**
+ * `shoal serve <model.onnx>`: one ONNX stage with dynamic batching, and the server flags;
+ * `shoal serve --model-repository DIR`: every model of DIR with the V2 protocol on a shared pool.
+ */
 export function serveCommand(): Command {
   const command = new Command("serve")
-    .description("Serve an ONNX model over HTTP with dynamic batching: no code needed.")
-    .argument("<model>", "path of the .onnx file")
+    .description("Serve an ONNX model, or a model repository, over HTTP with dynamic batching: no code needed.")
+    .argument("[model]", "path of the .onnx file (or give --model-repository)")
     .helpOption("-h, --help", "show this help")
     .allowExcessArguments(false)
     .addOption(new Option("--num <workers>", "workers in parallel, each with its own session").env("SHOAL_NUM").argParser(integer(1)).default(1))
@@ -34,10 +37,21 @@ A request that does not fit the model gets 422 naming the input and what it expe
 
 Example:
   $ shoal serve mlp.onnx --num 2 --max-batch-size 64
-  $ curl -X POST http://127.0.0.1:8000/inference -d '{"input": [[0.1, 0.2, 0.3, 0.4]]}'`,
+  $ curl -X POST http://127.0.0.1:8000/inference -d '{"input": [[0.1, 0.2, 0.3, 0.4]]}'
+
+With --model-repository, every model folder of DIR (a model-settings.json and its
+files; see docs/models.md) is served with the V2 protocol on one shared pool of
+--workers workers, e.g.:
+  $ shoal serve --model-repository ./models --workers 2
+  $ curl http://127.0.0.1:8000/v2/models/mlp`,
   );
-  command.action(async (model: string) => {
+  command.action(async (model: string | undefined) => {
     const o = command.opts();
+    if (model === undefined) {
+      if (o.modelRepository === undefined) command.error("error: give the model file to serve, or --model-repository <dir>");
+      await new Server().run(serverConfigOf(command));
+      return;
+    }
     const file = resolve(model);
     try {
       accessSync(file, constants.R_OK);

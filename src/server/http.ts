@@ -8,6 +8,16 @@ import { Task, type Reply, type Route } from "../scheduling/task.js";
 import { readBody } from "./body.js";
 import type { ApiDocs, Page } from "./docs.js";
 
+/** A handler the front gives every request under its prefix (the V2 protocol under `/v2`). */
+export interface Delegate {
+  /** Paths equal to it or under it (`/v2`, `/v2/...`) are its own. */
+  readonly prefix: string;
+  handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
+}
+
+/** Queues an accepted task, or says why it cannot be queued. */
+export type Admit = (task: Task) => ShoalError | undefined;
+
 /** What the HTTP front asks the server about its health. */
 export interface Health {
   /** Why the server is not ready, or undefined when it is. */
@@ -31,12 +41,14 @@ export class HttpFront {
   readonly #health: Health;
   readonly #metrics: Metrics;
   readonly #docs: ApiDocs;
+  readonly #delegate: Delegate | undefined;
   #inFlight = 0;
   #draining = false;
   #drained: (() => void) | undefined;
 
-  constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics, docs: ApiDocs) {
+  constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics, docs: ApiDocs, delegate?: Delegate) {
     this.#routes = routes;
+    this.#delegate = delegate;
     this.#config = config;
     this.#health = health;
     this.#metrics = metrics;
@@ -108,9 +120,20 @@ export class HttpFront {
     const requestId = typeof header === "string" && REQUEST_ID.test(header) ? header : randomUUID();
     const route = this.#routes.get(path);
     if (route === undefined) {
-      this.#builtin(path, req, res, requestId);
+      const prefix = this.#delegate?.prefix;
+      if (prefix !== undefined && (path === prefix || path.startsWith(`${prefix}/`))) this.#delegate!.handle(req, res, path, requestId);
+      else this.#builtin(path, req, res, requestId);
       return;
     }
+    this.post(route, req, res, requestId, (task) => route.stages[0]!.admit(task));
+  }
+
+  /**
+   * Takes a POST for `route`: refuses it while draining or when its body is empty or too large,
+   * and otherwise makes its task, with its deadline, and queues it with `admit`.
+   */
+  post(route: Route, req: IncomingMessage, res: ServerResponse, requestId: string, admit: Admit): void {
+    const path = route.path;
     const arrival = performance.now();
     if (req.method !== "POST") {
       this.#refuse(route, arrival, res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use POST`), { allow: "POST" });
@@ -125,7 +148,7 @@ export class HttpFront {
       this.#config.maxRequestSize,
       (body) => {
         if (body.bytes.byteLength === 0) this.#refuse(route, arrival, res, requestId, new ShoalError("EMPTY_BODY", "empty request body"));
-        else this.#accept(route, req, res, requestId, arrival, body.bytes, body.transfer);
+        else this.#accept(route, req, res, requestId, arrival, body.bytes, body.transfer, admit);
       },
       () => {
         const error = new ShoalError("BODY_TOO_LARGE", `the limit is ${this.#config.maxRequestSize} bytes`);
@@ -145,7 +168,7 @@ export class HttpFront {
     this.#metrics.answered(route.path, status, performance.now() - arrival);
   }
 
-  #accept(route: Route, req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, bytes: Uint8Array, transfer: ArrayBuffer[] | undefined): void {
+  #accept(route: Route, req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, bytes: Uint8Array, transfer: ArrayBuffer[] | undefined, admit: Admit): void {
     const timeoutMs = this.#config.timeoutMs;
     const meta = { requestId, headers: req.headers, deadline: Date.now() - (performance.now() - arrival) + timeoutMs, route: route.path };
     const exchange = new Exchange(this, route, arrival, res, requestId);
@@ -153,7 +176,7 @@ export class HttpFront {
     this.#inFlight++;
     exchange.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));
     res.on("close", () => task.drop());
-    const refused = route.stages[0]!.admit(task);
+    const refused = admit(task);
     if (refused !== undefined) task.fail(refused);
   }
 
@@ -216,9 +239,9 @@ class Exchange implements Reply {
     readonly requestId: string,
   ) {}
 
-  send(body: Uint8Array, contentType: string): void {
+  send(body: Uint8Array, contentType: string, headers?: Record<string, string>): void {
     if (this.res.destroyed) return;
-    this.res.writeHead(200, { "content-type": contentType, "content-length": body.byteLength, "x-request-id": this.requestId });
+    this.res.writeHead(200, { ...headers, "content-type": contentType, "content-length": body.byteLength, "x-request-id": this.requestId });
     this.res.end(body);
     this.front.answered(this.route, 200, this.arrival);
   }
@@ -234,7 +257,8 @@ class Exchange implements Reply {
   }
 }
 
-function sendJson(res: ServerResponse, requestId: string, status: number, value: unknown, headers?: OutgoingHttpHeaders): void {
+/** Answers with `value` as JSON. */
+export function sendJson(res: ServerResponse, requestId: string, status: number, value: unknown, headers?: OutgoingHttpHeaders): void {
   if (res.headersSent || res.destroyed) return;
   const body = JSON.stringify(value);
   res.writeHead(status, { ...headers, "content-type": JSON_TYPE, "content-length": Buffer.byteLength(body), "x-request-id": requestId });
@@ -248,7 +272,7 @@ function sendPage(res: ServerResponse, requestId: string, page: Page): void {
 }
 
 /** Every error answer: the table's status and `{"error": "<prefix>: <detail>"}`. */
-function sendError(res: ServerResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders): void {
+export function sendError(res: ServerResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders): void {
   sendJson(res, requestId, error.status, { error: error.publicMessage }, headers);
 }
 

@@ -1,9 +1,14 @@
 import { realpathSync } from "node:fs";
+import { resolve } from "node:path";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { loadConfig, type ServerConfig } from "../config.js";
 import { createLogger, type Logger } from "../logger.js";
 import { Metrics } from "../metrics/registry.js";
+import { Catalog, type ModelSources } from "../models/catalog.js";
+import { ModelPool } from "../models/model-pool.js";
+import { parseSettings, type ModelSettingsInput } from "../models/settings.js";
+import { V2Handler } from "../models/v2-http.js";
 import type { Route } from "../scheduling/task.js";
 import { Stage } from "../scheduling/stage.js";
 import { resolveStageOptions, type Isolation, type ResolvedStageOptions, type StageOptions } from "../stage-options.js";
@@ -14,7 +19,7 @@ import { processChannel } from "../workers/process-channel.js";
 import { threadChannel } from "../workers/thread-channel.js";
 import { ApiDocs } from "./docs.js";
 import { dryRun } from "./dry-run.js";
-import { HttpFront } from "./http.js";
+import { HttpFront, type Health } from "./http.js";
 import { appInfo, openApiDocument } from "./openapi.js";
 
 /** How each kind of stage isolation starts and talks to its workers. */
@@ -30,8 +35,9 @@ interface StageSpec {
 }
 
 /**
- * Serves Workers over HTTP. Append stages with {@link Server.appendWorker}, then call
- * {@link Server.run}.
+ * Serves Workers over HTTP. Append stages with {@link Server.appendWorker}, add models served
+ * with the V2 protocol on one shared pool of workers with {@link Server.addModel} and
+ * {@link Server.addModelRepository} (or `--model-repository`), then call {@link Server.run}.
  *
  * Workers run in worker threads (or child processes, with the stage option `isolation:
  * "process"`) that import the server's main module again to find their class (as Node's
@@ -49,6 +55,7 @@ interface StageSpec {
 export class Server {
   readonly #defaults: ServerOptions;
   readonly #specs: StageSpec[] = [];
+  readonly #models: ModelSources = { repositories: [], models: [] };
 
   constructor(defaults: ServerOptions = {}) {
     this.#defaults = defaults;
@@ -70,6 +77,41 @@ export class Server {
   }
 
   /**
+   * Adds a model served with the V2 protocol on the shared pool (`/v2/models/{name}/...`), with
+   * the settings a `model-settings.json` would hold (see docs/models.md); its files (version
+   * folders, `.onnx` file, runtime module) are found in `dir`. Throws a `SettingsError` naming
+   * the field when the settings are invalid.
+   *
+   * @example
+   * ```ts
+   * const server = new Server();
+   * server.addModel({ name: "mlp", runtime: "onnx", maxBatchSize: 32, maxWaitMs: 5 }, "./models/mlp");
+   * server.addModel({ name: "upper", runtime: "./upper.ts", replicas: 2 }, "./models/upper");
+   * await server.run(["--workers", "2"]);
+   * ```
+   */
+  addModel(settings: ModelSettingsInput, dir: string = process.cwd()): this {
+    if (workerContext() !== undefined) return this;
+    this.#models.models.push({ settings: parseSettings(settings, `addModel(${JSON.stringify(settings?.name)})`), dir: resolve(dir) });
+    return this;
+  }
+
+  /**
+   * Serves every model of a model repository folder: one folder per model, each with its
+   * `model-settings.json`. A folder whose settings are broken is logged and left out; the
+   * others load.
+   *
+   * @example
+   * ```ts
+   * await new Server().addModelRepository("./models").run();
+   * ```
+   */
+  addModelRepository(dir: string): this {
+    if (workerContext() === undefined) this.#models.repositories.push(resolve(dir));
+    return this;
+  }
+
+  /**
    * Reads flags and `SHOAL_*` variables (or takes a configuration already read, as the `shoal`
    * command does), starts the HTTP server and the workers, and resolves with the address it
    * listens on once every worker is ready; inside a worker it resolves with undefined at once.
@@ -81,9 +123,10 @@ export class Server {
     const config = isArgv(argv) ? loadConfig(argv, this.#defaults) : argv;
     const logger = createLogger(config);
     try {
-      if (this.#specs.length === 0) throw new Error("no stages: call appendWorker() before run()");
+      const models = this.#modelSources(config);
+      if (this.#specs.length === 0 && models === undefined) throw new Error("no stages: call appendWorker() or addModel() before run(), or give --model-repository");
       if (config.dryRun) process.exit((await this.#dryRun(config, logger)) ? 0 : 1);
-      return await this.#start(config, logger);
+      return await this.#start(config, logger, models);
     } catch (err) {
       logger.fatal((err as Error).message);
       process.stderr.write(`shoal: ${(err as Error).message}\n`);
@@ -108,18 +151,34 @@ export class Server {
     return { stages, routes };
   }
 
-  async #start(config: ServerConfig, logger: Logger): Promise<AddressInfo> {
+  // Every source of models, or undefined when there is none.
+  #modelSources(config: ServerConfig): ModelSources | undefined {
+    const repositories = config.modelRepository === undefined ? this.#models.repositories : [...this.#models.repositories, resolve(config.modelRepository)];
+    return repositories.length === 0 && this.#models.models.length === 0 ? undefined : { repositories, models: this.#models.models };
+  }
+
+  async #start(config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<AddressInfo> {
     let front: HttpFront | undefined;
     const metrics: Metrics = new Metrics(config.namespace, (): readonly Stage[] => stages, () => front?.inFlight ?? 0);
     const { stages, routes } = this.#build(config, logger, metrics);
-    const health = {
+    const modelPool = models === undefined ? undefined : this.#modelPool(config, logger, metrics);
+    const health: Health = {
       notReady: () => {
         const down = stages.filter((s) => s.pool.live === 0).map((s) => s.name);
-        return down.length > 0 ? `no live worker in ${down.join(", ")}` : undefined;
+        if (modelPool !== undefined && modelPool.pool.live === 0) down.push("the shared model pool");
+        if (down.length > 0) return `no live worker in ${down.join(", ")}`;
+        return modelPool?.notReady();
       },
     };
     const docs = new ApiDocs();
-    front = new HttpFront(routes, config, health, metrics, docs);
+    let v2: V2Handler | undefined;
+    if (modelPool !== undefined) {
+      const catalog = new Catalog(models!, modelPool, logger);
+      catalog.register();
+      v2 = new V2Handler(catalog, health.notReady);
+    }
+    front = new HttpFront(routes, config, health, metrics, docs, v2);
+    if (v2 !== undefined) v2.front = front;
     const address = await front.listen();
     logger.info(
       {
@@ -130,11 +189,12 @@ export class Server {
       },
       `listening on http://${address.address}:${address.port}`,
     );
-    this.#handleSignals(front, stages, config, logger);
+    const pools = [...stages.map((s) => s.pool), ...(modelPool === undefined ? [] : [modelPool])];
+    this.#handleSignals(front, pools, config, logger);
     try {
-      await Promise.all(stages.map((s) => s.pool.start()));
+      await Promise.all([...stages.map((s) => s.pool.start()), modelPool?.start()]);
     } catch (err) {
-      for (const stage of stages) stage.pool.close();
+      for (const pool of pools) pool.close();
       await front.close();
       throw err;
     }
@@ -156,7 +216,20 @@ export class Server {
     }
   }
 
-  #handleSignals(front: HttpFront, stages: Stage[], config: ServerConfig, logger: Logger): void {
+  // The shared pool of workers that hosts the models.
+  #modelPool(config: ServerConfig, logger: Logger, metrics: Metrics): ModelPool {
+    return new ModelPool({
+      workers: config.workers,
+      channel: CHANNELS[config.modelIsolation],
+      capacity: config.capacity,
+      timeoutMs: config.timeoutMs,
+      memoryBytes: config.modelMemoryBytes === 0 ? Infinity : config.modelMemoryBytes,
+      logger,
+      metrics,
+    });
+  }
+
+  #handleSignals(front: HttpFront, pools: { close(): void }[], config: ServerConfig, logger: Logger): void {
     let stopping = false;
     const stop = async (signal: NodeJS.Signals) => {
       if (stopping) {
@@ -166,7 +239,7 @@ export class Server {
       stopping = true;
       logger.info({ signal, inFlight: front.inFlight }, "draining");
       await front.drain(config.timeoutMs);
-      for (const stage of stages) stage.pool.close();
+      for (const pool of pools) pool.close();
       await front.close();
       logger.info("stopped");
       process.exit(0);

@@ -1,0 +1,175 @@
+import { readFileSync } from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ShoalError } from "../errors.js";
+import type { Route } from "../scheduling/task.js";
+import { readBody } from "../server/body.js";
+import { sendError, sendJson, type Delegate, type HttpFront } from "../server/http.js";
+import type { Catalog } from "./catalog.js";
+import type { ModelVersion } from "./model-pool.js";
+
+/** What `GET /v2` lists: the protocol extensions this server speaks. */
+export const EXTENSIONS = ["binary_tensor_data", "model_repository", "model_configuration", "statistics"] as const;
+
+// /v2/models/{m}[/versions/{v}][/{action}]: action is "" (metadata), ready, infer, config or stats.
+const MODEL_PATH = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?(?:\/(ready|infer|config|stats))?$/;
+const REPOSITORY_PATH = /^\/v2\/repository\/models\/([^/]+)\/(load|unload)$/;
+// Control bodies (the index's `{"ready": true}`) are small; anything larger is refused.
+const CONTROL_BODY_BYTES = 64 * 1024;
+
+/** `GET /v2`: this server's name, Shoal's version, and the extensions. */
+const SERVER_METADATA = {
+  name: "shoal",
+  version: (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version,
+  extensions: EXTENSIONS,
+};
+
+/**
+ * The V2 Open Inference Protocol over REST, under `/v2`: health, server and model metadata,
+ * inference, and the model repository, configuration and statistics extensions. Inference
+ * bodies go to a worker as bytes, with their `Inference-Header-Content-Length`; the coordinator
+ * decodes none of them.
+ */
+export class V2Handler implements Delegate {
+  readonly prefix = "/v2";
+  front!: HttpFront;
+  readonly #routes = new Map<string, Route>();
+
+  constructor(
+    readonly catalog: Catalog,
+    /** Why the server is not ready, or undefined. */
+    readonly notReady: () => string | undefined,
+  ) {}
+
+  handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void {
+    try {
+      this.#route(req, res, path, requestId);
+    } catch (err) {
+      if (!(err instanceof ShoalError)) throw err;
+      sendError(res, requestId, err, err instanceof NotAllowed ? { allow: err.allow } : undefined);
+    }
+  }
+
+  #route(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void {
+    const ok = (value: unknown) => sendJson(res, requestId, 200, value);
+    if (path === "/v2" || path === "/v2/") {
+      get(req, path);
+      ok(SERVER_METADATA);
+      return;
+    }
+    if (path === "/v2/health/live") {
+      get(req, path);
+      ok({ live: true });
+      return;
+    }
+    if (path === "/v2/health/ready") {
+      get(req, path);
+      const reason = this.front.draining ? "shutting down" : this.notReady();
+      if (reason !== undefined) throw new ShoalError("NOT_READY", reason);
+      ok({ ready: true });
+      return;
+    }
+    if (path === "/v2/models/stats") {
+      get(req, path);
+      ok({ model_stats: this.catalog.pool.versions().map((m) => m.stats.report(m.spec.name, m.spec.version)) });
+      return;
+    }
+    if (path === "/v2/repository/index") {
+      post(req, path);
+      this.#control(req, res, requestId, (body) => ok(this.catalog.index(body.ready === true)));
+      return;
+    }
+    const repository = REPOSITORY_PATH.exec(path);
+    if (repository !== null) {
+      post(req, path);
+      const [, name, action] = repository as unknown as [string, string, "load" | "unload"];
+      const model = decodeURIComponent(name);
+      this.#control(req, res, requestId, () => {
+        (action === "load" ? this.catalog.load(model) : this.catalog.unload(model)).then(
+          () => ok({}),
+          (err: unknown) => sendError(res, requestId, err instanceof ShoalError ? err : new ShoalError("SERVER", (err as Error).message)),
+        );
+      });
+      return;
+    }
+    const match = MODEL_PATH.exec(path);
+    if (match === null) throw new ShoalError("NOT_FOUND", path);
+    const [, rawName, rawVersion, action = ""] = match;
+    const name = decodeURIComponent(rawName!);
+    const version = rawVersion === undefined ? undefined : decodeURIComponent(rawVersion);
+    if (action === "infer") {
+      this.#infer(req, res, requestId, path, name, version);
+      return;
+    }
+    get(req, path);
+    const model = this.catalog.find(name, version);
+    if (action === "ready") {
+      if (!model.ready) throw new ShoalError("NOT_READY", `model ${model.label} is not ready: ${model.reason}`);
+      ok({ name, ready: true });
+    } else if (action === "config") {
+      ok({ ...model.spec.settings, name });
+    } else if (action === "stats") {
+      ok({ model_stats: [model.stats.report(model.spec.name, model.spec.version)] });
+    } else {
+      ok(this.#metadata(model));
+    }
+  }
+
+  // Model metadata, as its workers reported it when they loaded it.
+  #metadata(model: ModelVersion): unknown {
+    const metadata = model.current?.metadata;
+    if (metadata === undefined) throw new ShoalError("NOT_READY", `model ${model.label} is not loaded: ${model.reason}`);
+    const versions = this.catalog.pool.versions().filter((m) => m.spec.name === model.spec.name && m.spec.version !== "" && m.state !== "unloaded");
+    return { name: model.spec.name, versions: versions.map((m) => m.spec.version), platform: metadata.platform, inputs: metadata.inputs, outputs: metadata.outputs };
+  }
+
+  #infer(req: IncomingMessage, res: ServerResponse, requestId: string, path: string, name: string, version: string | undefined): void {
+    // The model is looked up first, so that an unknown one is a 404 whatever the method.
+    const model = this.catalog.find(name, version);
+    let route = this.#routes.get(path);
+    if (route === undefined) this.#routes.set(path, (route = { path, stages: [] }));
+    this.front.post(route, req, res, requestId, (task) => this.catalog.pool.admit(model, task));
+  }
+
+  // Reads a small JSON control body (empty is `{}`) and hands it over.
+  #control(req: IncomingMessage, res: ServerResponse, requestId: string, then: (body: Record<string, unknown>) => void): void {
+    if (this.front.draining) throw new ShoalError("SHUTTING_DOWN", "the server is shutting down");
+    readBody(
+      req,
+      CONTROL_BODY_BYTES,
+      ({ bytes }) => {
+        let body: unknown = {};
+        try {
+          if (bytes.byteLength > 0) body = JSON.parse(Buffer.from(bytes).toString("utf8"));
+        } catch (err) {
+          sendError(res, requestId, new ShoalError("BAD_REQUEST", `the body is not JSON: ${(err as Error).message}`));
+          return;
+        }
+        if (typeof body !== "object" || body === null || Array.isArray(body)) {
+          sendError(res, requestId, new ShoalError("BAD_REQUEST", "the body must be a JSON object"));
+          return;
+        }
+        then(body as Record<string, unknown>);
+      },
+      () => sendError(res, requestId, new ShoalError("BODY_TOO_LARGE", `the limit is ${CONTROL_BODY_BYTES} bytes`), { connection: "close" }),
+    );
+  }
+}
+
+/** A 405, with the methods the path takes for its `Allow` header. */
+class NotAllowed extends ShoalError {
+  constructor(
+    req: IncomingMessage,
+    path: string,
+    readonly allow: string,
+  ) {
+    super("METHOD_NOT_ALLOWED", `${req.method} ${path}; use ${allow.split(",")[0]}`);
+  }
+}
+
+function get(req: IncomingMessage, path: string): void {
+  if (req.method !== "GET" && req.method !== "HEAD") throw new NotAllowed(req, path, "GET, HEAD");
+}
+
+function post(req: IncomingMessage, path: string): void {
+  if (req.method !== "POST") throw new NotAllowed(req, path, "POST");
+}

@@ -1,0 +1,69 @@
+/** Shared by the model repository tests: repositories written at test time, and servers over them. */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { decodeInferenceResponse, encodeInferenceRequest, type V2InferenceRequest, type V2InferenceResponse } from "../src/models/v2/index.js";
+import { makeMlp, type MlpShape } from "./fixtures/make-mlp.js";
+import { ServerProcess, fixture, send, type Reply } from "./helpers.js";
+import { CLI } from "./onnx-helpers.js";
+
+/** A model repository in a temporary folder; `remove()` deletes it. */
+export class ModelRepo {
+  readonly dir = mkdtempSync(join(tmpdir(), "shoal-models-"));
+
+  /** Writes `<name>/model-settings.json`. */
+  settings(name: string, settings: unknown): void {
+    mkdirSync(join(this.dir, name), { recursive: true });
+    writeFileSync(join(this.dir, name, "model-settings.json"), typeof settings === "string" ? settings : JSON.stringify(settings));
+  }
+
+  /** Writes an MLP as `<name>/<version>/model.onnx` (or `<name>/model.onnx` when version is ""). */
+  mlp(name: string, version: string, shape: MlpShape): void {
+    const dir = join(this.dir, name, version);
+    mkdirSync(dir, { recursive: true });
+    makeMlp(join(dir, "model.onnx"), shape);
+  }
+
+  /** A model whose runtime is a module of test/fixtures/models. */
+  module(name: string, file: string, settings: Record<string, unknown> = {}): void {
+    this.settings(name, { name, runtime: fixture(join("models", file)), ...settings });
+  }
+
+  remove(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Starts `shoal serve --model-repository <dir> ...args` and resolves once it is ready. */
+export async function serveRepository(dir: string, args: string[] = []): Promise<ServerProcess> {
+  const server = new ServerProcess(CLI, ["serve", "--model-repository", dir, "--port", "0", "--address", "127.0.0.1", ...args]);
+  try {
+    const listening = await server.waitForLog((l) => l.msg?.startsWith("listening on http://") ?? false, 30_000);
+    server.port = listening.port as number;
+    await server.waitForLog((l) => l.msg === "ready", 60_000);
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+  return server;
+}
+
+/** A V2 response, decoded whatever way it came. */
+export interface Inferred {
+  reply: Reply;
+  response: V2InferenceResponse | undefined;
+}
+
+/**
+ * Sends a V2 inference request (binary inputs as asked) and decodes the answer with the
+ * response's `Inference-Header-Content-Length`.
+ */
+export async function infer(url: string, request: V2InferenceRequest, binaryInputs: boolean | string[] = false): Promise<Inferred> {
+  const { body, headerLength, contentType } = encodeInferenceRequest(request, { binaryInputs });
+  const headers: Record<string, string> = { "content-type": contentType };
+  if (headerLength !== undefined) headers["inference-header-content-length"] = String(headerLength);
+  const reply = await send(url, { method: "POST", body, headers });
+  const length = reply.headers.get("inference-header-content-length") ?? undefined;
+  return { reply, response: reply.status === 200 ? decodeInferenceResponse(reply.body, length) : undefined };
+}
+

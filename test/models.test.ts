@@ -1,0 +1,200 @@
+/**
+ * The shared model pool: models with their own batch settings served side by side, placement
+ * by replicas, load / unload / reload through the repository extension (a reload under load
+ * drops nothing), eviction under a memory budget with a reload on demand, crashed workers whose
+ * models come back, models added in code, and process workers.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { assertError, fixture, post, send, sleep, startServer, waitFor, type ServerProcess } from "./helpers.js";
+import { ModelRepo, serveRepository } from "./model-helpers.js";
+
+const X = { name: "x", datatype: "FP32", shape: [2], data: [1, 2] };
+
+/** Infers with the scale model `name` and returns the reply. */
+function scale(url: string, name: string, parameters: Record<string, unknown> = {}) {
+  return post(`${url}/v2/models/${name}/infer`, { parameters, inputs: [X] });
+}
+
+async function waitReady(url: string, name: string): Promise<void> {
+  const end = Date.now() + 20_000;
+  let status = 0;
+  while (Date.now() < end && (status = (await send(`${url}/v2/models/${name}/ready`)).status) !== 200) await sleep(50);
+  assert.equal(status, 200, `${name} is not ready again`);
+}
+
+describe("the shared pool", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let url: string;
+
+  before(async () => {
+    repo.module("batched", "scale.ts", { maxBatchSize: 8, maxWaitMs: 100, parameters: { factor: 2 } });
+    repo.module("single", "scale.ts", { maxBatchSize: 1, parameters: { factor: 3 } });
+    repo.module("wide", "scale.ts", { maxBatchSize: 4, maxWaitMs: 5, replicas: 2, parameters: { factor: 1 } });
+    server = await serveRepository(repo.dir, ["--workers", "3", "--log-level", "debug"]);
+    url = server.url;
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("two models with different batch settings are served concurrently, each batched its own way", async () => {
+    const [batched, single] = await Promise.all([
+      Promise.all(Array.from({ length: 8 }, () => scale(url, "batched"))),
+      Promise.all(Array.from({ length: 8 }, () => scale(url, "single"))),
+    ]);
+    for (const reply of batched) assert.deepEqual(reply.json.outputs[0].data, [2, 4], reply.text);
+    for (const reply of single) assert.deepEqual(reply.json.outputs[0].data, [3, 6], reply.text);
+    assert.ok(batched.some((r) => r.json.outputs[1].data[0] > 1), `no batch formed: ${batched.map((r) => r.json.outputs[1].data[0])}`);
+    assert.ok(single.every((r) => r.json.outputs[1].data[0] === 1));
+    const stats = (name: string) => send(`${url}/v2/models/${name}/stats`).then((r) => r.json.model_stats[0].batch_stats as { batch_size: number }[]);
+    assert.ok((await stats("batched")).some((b) => b.batch_size > 1));
+    assert.deepEqual((await stats("single")).map((b) => b.batch_size), [1]);
+    const metrics = (await send(`${url}/metrics`)).text;
+    assert.match(metrics, /shoal_stage_batch_size_count\{stage="model:batched"\} [1-7]\b/);
+    assert.match(metrics, /shoal_stage_batch_size_count\{stage="model:single"\} 8\b/);
+  });
+
+  test("a model is loaded on as many workers as its replicas, the least loaded ones", () => {
+    const loaded = server.logs().filter((l) => l.msg === "model loaded");
+    const workersOf = (name: string) => loaded.find((l) => l.model === name)!.workers as number[];
+    assert.equal(workersOf("wide").length, 2);
+    assert.equal(workersOf("batched").length, 1);
+    // Three workers, four replicas: every worker holds a model.
+    const used = new Set(loaded.flatMap((l) => l.workers as number[]));
+    assert.deepEqual([...used].sort(), [1, 2, 3]);
+  });
+
+  test("unload drains the model's requests first; then it is 404 until loaded again", async () => {
+    const slow = scale(url, "single", { sleepMs: 400 });
+    await sleep(50);
+    const unload = await post(`${url}/v2/repository/models/single/unload`, "");
+    assert.equal(unload.status, 200, unload.text);
+    const answered = await slow;
+    assert.equal(answered.status, 200, "the in-flight request was served before the unload");
+    assertError(await scale(url, "single"), 404, "not found: model 'single'");
+    assertError(await send(`${url}/v2/models/single/ready`), 404, "not found: model 'single'");
+    const index = (await post(`${url}/v2/repository/index`, {})).json;
+    assert.deepEqual(index.find((e: { name: string }) => e.name === "single"), { name: "single", state: "UNAVAILABLE", reason: "unloaded" });
+    assertError(await post(`${url}/v2/repository/models/single/unload`, ""), 404, "not found: model 'single' is not loaded");
+    const load = await post(`${url}/v2/repository/models/single/load`, "");
+    assert.equal(load.status, 200, load.text);
+    assert.deepEqual((await scale(url, "single")).json.outputs[0].data, [3, 6]);
+  });
+
+  test("a reload under concurrent load fails no request, and takes the new settings", async () => {
+    let stop = false;
+    const results: number[] = [];
+    const clients = Array.from({ length: 4 }, async () => {
+      while (!stop) {
+        const reply = await scale(url, "batched");
+        results.push(reply.status === 200 ? reply.json.outputs[0].data[0] : -reply.status);
+      }
+    });
+    await sleep(200);
+    repo.module("batched", "scale.ts", { maxBatchSize: 8, maxWaitMs: 100, parameters: { factor: 5 } });
+    const reload = await post(`${url}/v2/repository/models/batched/load`, "");
+    assert.equal(reload.status, 200, reload.text);
+    await sleep(300);
+    stop = true;
+    await Promise.all(clients);
+    assert.ok(results.length > 10, `only ${results.length} requests`);
+    assert.deepEqual(results.filter((v) => v !== 2 && v !== 5), [], "every request succeeded");
+    assert.equal(results.at(-1), 5, "the new instance serves after the reload");
+    assert.ok(server.logs().some((l) => l.msg === "model reloaded" && l.model === "batched"));
+  });
+
+  test("a crashed worker is replaced and its models come back", async () => {
+    const crashed = await scale(url, "wide", { crash: true });
+    assertError(crashed, 500, "worker died: the worker running this request died");
+    await waitFor("the replacement", () => (server.logs().some((l) => l.msg === "worker died; replacing it") ? true : undefined));
+    await waitReady(url, "wide");
+    // Two replicas at start, and one again on the replacement.
+    await waitFor("wide on two workers again", () => {
+      const loads = server.logs().filter((l) => l.msg === "model replica loaded" && l.model === "wide");
+      return loads.length >= 3 ? true : undefined;
+    });
+    for (const name of ["wide", "batched", "single"]) assert.equal((await scale(url, name)).status, 200, name);
+    assert.equal((await send(`${url}/v2/health/ready`)).status, 200);
+  });
+});
+
+describe("a memory budget", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let url: string;
+
+  before(async () => {
+    // Each costs 1000 bytes; the budget holds one.
+    repo.module("a", "scale.ts", { memoryBytes: 1000, parameters: { factor: 2 } });
+    repo.module("b", "scale.ts", { memoryBytes: 1000, parameters: { factor: 3 } });
+    server = await serveRepository(repo.dir, ["--workers", "2", "--model-memory-bytes", "1500"]);
+    url = server.url;
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("evicts the least recently used idle model and loads it again on its next request", async () => {
+    const state = async () => Object.fromEntries((await post(`${url}/v2/repository/index`, {})).json.map((e: { name: string; state: string }) => [e.name, e.state]));
+    // Only one fits at start; the other waits for its first request.
+    const first = await state();
+    assert.deepEqual(Object.values(first).sort(), ["READY", "UNAVAILABLE"], JSON.stringify(first));
+    assert.equal((await send(`${url}/v2/health/ready`)).status, 200, "an evicted model does not hold readiness back");
+    for (const [name, y] of [["a", 2], ["b", 3], ["a", 2], ["b", 3]] as const) {
+      const reply = await scale(url, name);
+      assert.equal(reply.status, 200, reply.text);
+      assert.equal(reply.json.outputs[0].data[0], y);
+      assert.deepEqual(await state(), { a: name === "a" ? "READY" : "UNAVAILABLE", b: name === "b" ? "READY" : "UNAVAILABLE" });
+    }
+    assert.ok(server.logs().filter((l) => l.msg === "model evicted").length >= 3);
+    const index = (await post(`${url}/v2/repository/index`, {})).json.find((e: { state: string }) => e.state === "UNAVAILABLE");
+    assert.match(index.reason, /evicted/);
+  });
+});
+
+describe("models added in code", () => {
+  let server: ServerProcess;
+
+  before(async () => {
+    server = await startServer(fixture("models-server.ts"));
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("Server.addModel() serves a model with the V2 protocol beside a stage", async () => {
+    const metadata = await send(`${server.url}/v2/models/upper`);
+    assert.equal(metadata.status, 200, metadata.text);
+    assert.deepEqual(metadata.json.outputs.map((o: { name: string }) => o.name), ["upper", "length"]);
+    const reply = await post(`${server.url}/v2/models/upper/infer`, { inputs: [{ name: "text", datatype: "BYTES", shape: [1], data: ["abc"] }] });
+    assert.deepEqual(reply.json.outputs[0].data, ["ABC"]);
+    assert.equal((await post(`${server.url}/inference`, { x: 2 })).json.y, 4);
+  });
+});
+
+describe("process workers", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+
+  before(async () => {
+    repo.module("upper", "upper.ts", { parameters: { prefix: "<" } });
+    repo.module("batched", "scale.ts", { maxBatchSize: 4, maxWaitMs: 20, parameters: { factor: 2 } });
+    server = await serveRepository(repo.dir, ["--workers", "2", "--model-isolation", "process"]);
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("host the models over the wire protocol, BYTES and batches included", async () => {
+    const upper = await post(`${server.url}/v2/models/upper/infer`, { inputs: [{ name: "text", datatype: "BYTES", shape: [2], data: ["a", "b"] }] });
+    assert.equal(upper.status, 200, upper.text);
+    assert.deepEqual(upper.json.outputs[0].data, ["<A", "<B"]);
+    const replies = await Promise.all(Array.from({ length: 6 }, () => scale(server.url, "batched")));
+    for (const reply of replies) assert.deepEqual(reply.json.outputs[0].data, [2, 4], reply.text);
+  });
+});
