@@ -106,6 +106,21 @@ describe("the shared pool", () => {
     assert.ok(server.logs().some((l) => l.msg === "model reloaded" && l.model === "batched"));
   });
 
+  test("readiness is false while a model loads, for the server and for the model", async () => {
+    repo.module("slow", "scale.ts", { parameters: { initMs: 1500 } });
+    const load = post(`${url}/v2/repository/models/slow/load`, "");
+    await sleep(300);
+    assertError(await send(`${url}/v2/health/ready`), 503, "service unavailable: loading slow");
+    assertError(await send(`${url}/v2/models/slow/ready`), 503, /service unavailable: model slow is not ready: loading/);
+    assert.equal((await send(`${url}/readyz`)).status, 503);
+    // A request that arrives meanwhile waits in the model's queue.
+    const early = scale(url, "slow");
+    assert.equal((await load).status, 200);
+    assert.equal((await early).status, 200);
+    assert.equal((await send(`${url}/v2/health/ready`)).status, 200);
+    assert.equal((await send(`${url}/v2/models/slow/ready`)).status, 200);
+  });
+
   test("a crashed worker is replaced and its models come back", async () => {
     const crashed = await scale(url, "wide", { crash: true });
     assertError(crashed, 500, "worker died: the worker running this request died");

@@ -84,7 +84,7 @@ export class ModelVersion {
   readonly queue: BatchQueue;
   readonly stats: ModelStats;
   readonly metrics: StageMetrics;
-  #drained: (() => void) | undefined;
+  #drained: (() => void)[] = [];
 
   constructor(
     public spec: ModelSpec,
@@ -113,16 +113,12 @@ export class ModelVersion {
   /** Resolves when it has nothing queued and nothing in workers. */
   drained(): Promise<void> {
     if (this.#idle()) return Promise.resolve();
-    return new Promise((resolve) => (this.#drained = resolve));
+    return new Promise((resolve) => this.#drained.push(resolve));
   }
 
   /** Called when a batch ends or a queued request settles. */
   checkDrained(): void {
-    if (this.#drained !== undefined && this.#idle()) {
-      const resolve = this.#drained;
-      this.#drained = undefined;
-      resolve();
-    }
+    if (this.#drained.length > 0 && this.#idle()) for (const resolve of this.#drained.splice(0)) resolve();
   }
 
   #idle(): boolean {
@@ -207,6 +203,8 @@ export class ModelPool implements PoolOwner {
   async load(spec: ModelSpec): Promise<void> {
     const key = keyOf(spec.name, spec.version);
     let model = this.#versions.get(key);
+    // A load during an unload waits for it, then starts afresh.
+    if (model?.state === "unloading") await model.drained();
     if (model === undefined) {
       model = new ModelVersion(spec, this, this.#options.capacity, this.#options.metrics);
       this.#versions.set(key, model);
