@@ -24,7 +24,7 @@ describe("help", () => {
     const { code, stdout, stderr } = await npx("--help");
     assert.equal(code, 0, stderr);
     assert.match(stdout, /^Usage: shoal \[options\] \[command\]/);
-    assert.match(stdout, /serve \[options\] <model>/);
+    assert.match(stdout, /serve \[options\] \[model\]/);
   });
 
   test("npx shoal serve --help exits 0 and lists the stage, session and server flags", async () => {
@@ -35,7 +35,7 @@ describe("help", () => {
       assert.ok(help.includes(flag), `serve --help lacks ${flag}`);
     }
     // The server's own flags come from the same table as Server.run()'s.
-    for (const flag of ["--port <number>", "--address <host>", "--timeout <ms>", "--capacity <items>", "--max-request-size <bytes>", "--log-level <level>", "--log-format <format>", "--namespace <prefix>", "--dry-run"]) {
+    for (const flag of ["--port <number>", "--address <host>", "--timeout <ms>", "--capacity <items>", "--max-request-size <bytes>", "--log-level <level>", "--log-format <format>", "--namespace <prefix>", "--dry-run", "--model-repository <dir>", "--workers <n>", "--model-isolation <kind>", "--model-memory-bytes <bytes>"]) {
       assert.ok(help.includes(flag), `serve --help lacks ${flag}`);
     }
     assert.match(help, /env: SHOAL_MAX_BATCH_SIZE/);

@@ -171,6 +171,43 @@ describe("a memory budget", () => {
   });
 });
 
+describe("failures", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let url: string;
+
+  before(async () => {
+    repo.module("bad", "scale.ts", { parameters: { initFail: true } });
+    repo.module("good", "scale.ts", { parameters: { factor: 2 } });
+    server = await serveRepository(repo.dir, ["--workers", "1", "--timeout", "600", "--capacity", "2"]);
+    url = server.url;
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("a model that fails to load fails alone: 503 with the reason, the others serve, the server is ready", async () => {
+    assertError(await scale(url, "bad"), 503, "service unavailable: model bad failed to load: this model cannot load (initFail)");
+    assertError(await send(`${url}/v2/models/bad/ready`), 503, /not ready/);
+    assert.equal((await scale(url, "good")).status, 200);
+    assert.equal((await send(`${url}/v2/health/ready`)).status, 200);
+    const index = (await post(`${url}/v2/repository/index`, {})).json;
+    assert.deepEqual(index.find((e: { name: string }) => e.name === "bad"), { name: "bad", state: "UNAVAILABLE", reason: "this model cannot load (initFail)" });
+    assertError(await post(`${url}/v2/repository/models/bad/load`, ""), 500, "internal error: this model cannot load (initFail)");
+  });
+
+  test("a full model queue is 429; a request past its deadline is 408", async () => {
+    const replies = await Promise.all(Array.from({ length: 5 }, () => scale(url, "good", { sleepMs: 200 })));
+    const statuses = replies.map((r) => r.status);
+    assert.ok(statuses.includes(429), `no 429 in ${statuses}`);
+    for (const reply of replies.filter((r) => r.status === 429)) assertError(reply, 429, "too many requests: the queue of model good is full");
+    assertError(await scale(url, "good", { sleepMs: 1000 }), 408, /^request timeout/);
+    await waitReady(url, "good");
+    assert.equal((await scale(url, "good")).status, 200);
+  });
+});
+
 describe("models added in code", () => {
   let server: ServerProcess;
 

@@ -79,6 +79,8 @@ export class ModelVersion {
   current: Instance | undefined;
   /** The instance loading to replace `current` (a reload). */
   next: Instance | undefined;
+  /** What its workers reported when it last loaded; kept while it is evicted. */
+  metadata: ModelMetadata | undefined;
   /** When a request last used it (performance.now() clock), for eviction. */
   lastUsed = 0;
   readonly queue: BatchQueue;
@@ -415,6 +417,7 @@ export class ModelPool implements PoolOwner {
         const old = model.current!;
         model.current = instance;
         model.next = undefined;
+        model.metadata = instance.metadata;
         this.#log.info({ model: model.label, workers: [...instance.workers] }, "model reloaded");
         this.#retire(model, old);
       } else {
@@ -425,6 +428,7 @@ export class ModelPool implements PoolOwner {
       if (loaded) {
         model.state = "ready";
         model.reason = "";
+        model.metadata = instance.metadata;
         this.#log.info({ model: model.label, workers: [...instance.workers], costBytes: model.spec.costBytes }, "model loaded");
       } else if (instance.noRoom && model.spec.costBytes <= this.#options.memoryBytes) {
         // Room may be made later, when other models are idle: its next request tries again.

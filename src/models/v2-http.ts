@@ -114,10 +114,10 @@ export class V2Handler implements Delegate {
     }
   }
 
-  // Model metadata, as its workers reported it when they loaded it.
+  // Model metadata, as its workers reported it when they last loaded it.
   #metadata(model: ModelVersion): unknown {
-    const metadata = model.current?.metadata;
-    if (metadata === undefined) throw new ShoalError("NOT_READY", `model ${model.label} is not loaded: ${model.reason}`);
+    const metadata = model.metadata;
+    if (metadata === undefined) throw new ShoalError("NOT_READY", `model ${model.label} has not loaded yet: ${model.reason}`);
     const versions = this.catalog.pool.versions().filter((m) => m.spec.name === model.spec.name && m.spec.version !== "" && m.state !== "unloaded");
     return { name: model.spec.name, versions: versions.map((m) => m.spec.version), platform: metadata.platform, inputs: metadata.inputs, outputs: metadata.outputs };
   }

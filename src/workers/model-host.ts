@@ -42,6 +42,8 @@ const HEADER_LENGTH = "inference-header-content-length";
  */
 export class ModelHost {
   readonly #models = new Map<string, Loaded>();
+  /** Instances unloaded while they were still loading: dropped as soon as they are loaded. */
+  readonly #cancelled = new Set<string>();
 
   constructor(
     readonly workerId: number,
@@ -53,10 +55,13 @@ export class ModelHost {
     switch (message.kind) {
       case "load":
         return { message: await this.#load(message), transfer: [] };
-      case "unload":
-        this.#models.get(message.model)?.adapter.unload();
+      case "unload": {
+        const loaded = this.#models.get(message.model);
+        if (loaded === undefined) this.#cancelled.add(message.model);
+        loaded?.adapter.unload();
         this.#models.delete(message.model);
         return undefined;
+      }
       case "batch":
         return this.#run(message);
     }
@@ -68,9 +73,11 @@ export class ModelHost {
       const { cls, adapter } = message.runtime === "onnx" ? onnxModel(message) : await moduleModel(message);
       const runtime = await WorkerRuntime.start(cls, boot, this.send);
       const ready = adapter(runtime.worker);
-      this.#models.set(message.model, { name: message.name, version: message.version, runtime, adapter: ready });
+      if (this.#cancelled.delete(message.model)) ready.unload();
+      else this.#models.set(message.model, { name: message.name, version: message.version, runtime, adapter: ready });
       return { kind: "loaded", model: message.model, platform: ready.platform, inputs: ready.inputs, outputs: ready.outputs };
     } catch (err) {
+      this.#cancelled.delete(message.model);
       return { kind: "loadFailed", model: message.model, error: errorToWire(err, "SERVER") };
     }
   }
