@@ -58,6 +58,7 @@ export class ModelHost {
       case "unload": {
         const loaded = this.#models.get(message.model);
         if (loaded === undefined) this.#cancelled.add(message.model);
+        loaded?.runtime.stop();
         loaded?.adapter.unload();
         this.#models.delete(message.model);
         return undefined;
@@ -73,8 +74,12 @@ export class ModelHost {
       const { cls, adapter } = message.runtime === "onnx" ? onnxModel(message) : await moduleModel(message);
       const runtime = await WorkerRuntime.start(cls, boot, this.send);
       const ready = adapter(runtime.worker);
-      if (this.#cancelled.delete(message.model)) ready.unload();
-      else this.#models.set(message.model, { name: message.name, version: message.version, runtime, adapter: ready });
+      if (this.#cancelled.delete(message.model)) {
+        runtime.stop();
+        ready.unload();
+      } else {
+        this.#models.set(message.model, { name: message.name, version: message.version, runtime, adapter: ready });
+      }
       return { kind: "loaded", model: message.model, platform: ready.platform, inputs: ready.inputs, outputs: ready.outputs };
     } catch (err) {
       this.#cancelled.delete(message.model);

@@ -22,6 +22,7 @@ export class WorkerRuntime {
   readonly #batched: boolean;
   // The first warm-up example as forward() received it (parsed), for --dry-run.
   #example: unknown;
+  #metricsTimer: NodeJS.Timeout | undefined;
 
   private constructor(
     readonly worker: Worker,
@@ -103,7 +104,7 @@ export class WorkerRuntime {
   #reportMetrics(send: (message: FromWorker) => void): void {
     const { registry } = this.worker.metrics;
     let last = "";
-    setInterval(async () => {
+    this.#metricsTimer = setInterval(async () => {
       if (registry.getMetricsAsArray().length === 0) return;
       const metrics = await registry.getMetricsAsJSON();
       const text = JSON.stringify(metrics);
@@ -111,6 +112,11 @@ export class WorkerRuntime {
       last = text;
       send({ kind: "metrics", metrics });
     }, REPORT_INTERVAL_MS).unref();
+  }
+
+  /** Stops reporting the Worker's metrics, when the runtime is dropped (a model unloaded). */
+  stop(): void {
+    clearInterval(this.#metricsTimer);
   }
 
   async run(batch: BatchMessage): Promise<Outgoing> {
