@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as ort from "onnxruntime-node";
-import { assertError, post, send, type ServerProcess } from "./helpers.js";
+import { assertError, post, send, sleep, type ServerProcess } from "./helpers.js";
 import { ModelRepo, infer, serveRepository } from "./model-helpers.js";
 
 const INPUTS = 4;
@@ -248,6 +248,18 @@ describe("V2 REST endpoints", () => {
     assertError(await post(`${url}/v2/repository/models/broken/load`, ""), 400, /maxBatchSize/);
     assertError(await post(`${url}/v2/repository/models/nope/load`, ""), 404, "not found: model 'nope'");
     assertError(await post(`${url}/v2/repository/models/nope/unload`, ""), 404, "not found: model 'nope' is not loaded");
+  });
+
+  test("a model's own metrics show in /metrics, labelled with the model and the worker", async () => {
+    // Workers report their metrics every 250 ms.
+    let text = "";
+    const end = Date.now() + 5000;
+    while (!/^upper_words_total\{stage="model:upper",worker="\d"\} [1-9]/m.test(text) && Date.now() < end) {
+      await sleep(100);
+      text = (await send(`${url}/metrics`)).text;
+    }
+    assert.match(text, /^upper_words_total\{stage="model:upper",worker="\d"\} [1-9]/m);
+    assert.match(text, /^shoal_stage_batch_size_count\{stage="model:mlp\/2"\} [1-9]/m);
   });
 
   test("the log names the broken settings file and field, and the other models loaded", () => {

@@ -1,6 +1,6 @@
 import { ShoalError, errorFromWire } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { Metrics, StageMetrics } from "../metrics/registry.js";
+import type { Metrics, StageMetrics, WorkerMetricsReport } from "../metrics/registry.js";
 import { BatchQueue } from "../scheduling/batch-queue.js";
 import type { Task } from "../scheduling/task.js";
 import type { ChannelFactory } from "../workers/channel.js";
@@ -295,6 +295,7 @@ export class ModelPool implements PoolOwner {
     this.#hosted.delete(workerId);
     for (const instance of lost) {
       instance.workers.delete(workerId);
+      this.#options.metrics.workerReport(`model:${instance.model.label}`, workerId, undefined);
       const model = instance.model;
       if (instance === model.current && instance.workers.size === 0 && model.state === "ready") {
         // Its requests wait in its queue while the replacement loads it.
@@ -307,6 +308,10 @@ export class ModelPool implements PoolOwner {
       }
     }
     this.#log.warn({ worker: workerId, models: [...lost].map((i) => i.model.label) }, "a worker of the shared pool died; its models load again on its replacement");
+  }
+
+  onModelMetrics(workerId: number, model: string, metrics: WorkerMetricsReport): void {
+    this.#options.metrics.workerReport(`model:${model}`, workerId, metrics);
   }
 
   onLoadReply(workerId: number, message: LoadedMessage | LoadFailedMessage): void {
@@ -494,6 +499,7 @@ export class ModelPool implements PoolOwner {
     for (const workerId of [...instance.workers, ...instance.pending]) {
       this.#hosted.get(workerId)?.delete(instance);
       this.pool.send(workerId, { kind: "unload", model: instance.key });
+      this.#options.metrics.workerReport(`model:${instance.model.label}`, workerId, undefined);
     }
     instance.workers.clear();
     instance.pending.clear();

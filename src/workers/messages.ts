@@ -143,6 +143,8 @@ export interface LogMessage {
 export interface MetricsMessage {
   kind: "metrics";
   metrics: WorkerMetricsReport;
+  /** On a model host: the model (`name` or `name/version`) whose Worker made them. */
+  model?: string;
 }
 
 /** Worker to coordinator: the worker cannot start (module, class or `init()` failed). */

@@ -72,7 +72,9 @@ export class ModelHost {
     try {
       const boot = { moduleUrl: message.runtime, stageIndex: -1, stageName: message.model, className: "", workerId: this.workerId, maxBatchSize: message.maxBatchSize, num: message.workers };
       const { cls, adapter } = message.runtime === "onnx" ? onnxModel(message) : await moduleModel(message);
-      const runtime = await WorkerRuntime.start(cls, boot, this.send);
+      // The Worker's own metrics are labelled with its model, which shares the worker with others.
+      const label = message.version === "" ? message.name : `${message.name}/${message.version}`;
+      const runtime = await WorkerRuntime.start(cls, boot, (m) => this.send(m.kind === "metrics" ? { ...m, model: label } : m));
       const ready = adapter(runtime.worker);
       if (this.#cancelled.delete(message.model)) {
         runtime.stop();

@@ -1,6 +1,6 @@
 import { ShoalError, type WireError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { StageMetrics } from "../metrics/registry.js";
+import type { StageMetrics, WorkerMetricsReport } from "../metrics/registry.js";
 import type { Task } from "../scheduling/task.js";
 import type { Channel, ChannelFactory } from "./channel.js";
 import type { BatchMessage, FromWorker, LoadFailedMessage, LoadedMessage, ReadyMessage, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
@@ -15,6 +15,8 @@ export interface PoolOwner {
   onWorkerGone?(workerId: number): void;
   /** A model host answered a load. */
   onLoadReply?(workerId: number, message: LoadedMessage | LoadFailedMessage): void;
+  /** A model host reported the metrics of one model's Worker. */
+  onModelMetrics?(workerId: number, model: string, metrics: WorkerMetricsReport): void;
   /** A batch came back from the worker after `elapsedMs` (IPC included). */
   onBatchDone(tasks: Task[], result: ResultMessage, contentType: string, elapsedMs: number): void;
   /** A batch will not come back (timeout or dead worker): fail its tasks. */
@@ -207,7 +209,8 @@ export class Pool {
         this.#log[message.level]({ ...message.fields, worker: handle.workerId }, message.msg);
         return;
       case "metrics":
-        this.#options.metrics.workerReport(handle.workerId, message.metrics);
+        if (message.model !== undefined) this.#owner.onModelMetrics?.(handle.workerId, message.model, message.metrics);
+        else this.#options.metrics.workerReport(handle.workerId, message.metrics);
         return;
       case "fatal":
         handle.fatal = message.error;
