@@ -100,6 +100,9 @@ describe("V2 REST endpoints", () => {
     assertError(await send(`${url}/v2/models/mlp/versions/9`), 404, "not found: model 'mlp' has no version '9'");
     assertError(await post(`${url}/v2/models/mlp/versions/9/infer`, { inputs: [] }), 404, "not found: model 'mlp' has no version '9'");
     assertError(await send(`${url}/v2/models/broken`), 404, "not found: model 'broken'");
+    assertError(await send(`${url}/v2/models/nope/config`), 404, "not found: model 'nope'");
+    assertError(await send(`${url}/v2/models/nope/stats`), 404, "not found: model 'nope'");
+    assertError(await send(`${url}/v2/models/mlp/versions/9/stats`), 404, "not found: model 'mlp' has no version '9'");
     assertError(await send(`${url}/v2/elsewhere`), 404, "not found: /v2/elsewhere");
   });
 
