@@ -84,7 +84,7 @@ describe("the shared pool", () => {
     assert.deepEqual((await scale(url, "single")).json.outputs[0].data, [3, 6]);
   });
 
-  test("a reload under concurrent load fails no request, and takes the new settings", async () => {
+  test("a reload under concurrent load fails no request, and takes the new settings and batch policy", async () => {
     let stop = false;
     const results: number[] = [];
     const clients = Array.from({ length: 4 }, async () => {
@@ -94,7 +94,7 @@ describe("the shared pool", () => {
       }
     });
     await sleep(200);
-    repo.module("batched", "scale.ts", { maxBatchSize: 8, maxWaitMs: 100, parameters: { factor: 5 } });
+    repo.module("batched", "scale.ts", { maxBatchSize: 2, maxWaitMs: 100, parameters: { factor: 5 } });
     const reload = await post(`${url}/v2/repository/models/batched/load`, "");
     assert.equal(reload.status, 200, reload.text);
     await sleep(300);
@@ -104,6 +104,10 @@ describe("the shared pool", () => {
     assert.deepEqual(results.filter((v) => v !== 2 && v !== 5), [], "every request succeeded");
     assert.equal(results.at(-1), 5, "the new instance serves after the reload");
     assert.ok(server.logs().some((l) => l.msg === "model reloaded" && l.model === "batched"));
+    // The new batch settings apply too.
+    const after = await Promise.all(Array.from({ length: 6 }, () => scale(url, "batched")));
+    const sizes = after.map((r) => r.json.outputs[1].data[0] as number);
+    assert.ok(sizes.every((n) => n <= 2) && sizes.includes(2), `batches of ${sizes}`);
   });
 
   test("readiness is false while a model loads, for the server and for the model", async () => {

@@ -96,7 +96,17 @@ export class ModelVersion {
   ) {
     this.stats = new ModelStats();
     this.metrics = metrics.stage(`model:${this.label}`);
-    this.queue = new BatchQueue(spec, capacity, `model ${this.label}`, () => pool.pump(), (ms) => {
+    // The policy reads the current settings, which a reload may change.
+    const settings = () => this.spec;
+    const policy = {
+      get maxBatchSize() {
+        return settings().maxBatchSize;
+      },
+      get maxWaitMs() {
+        return settings().maxWaitMs;
+      },
+    };
+    this.queue = new BatchQueue(policy, capacity, `model ${this.label}`, () => pool.pump(), (ms) => {
       this.metrics.queueWait(ms);
       this.stats.queued(ms);
     });
@@ -178,11 +188,6 @@ export class ModelPool implements PoolOwner {
   /** Every model version, loaded or not. */
   versions(): ModelVersion[] {
     return [...this.#versions.values()];
-  }
-
-  /** One version of a model, by name and version ("" for unversioned). */
-  version(name: string, version: string): ModelVersion | undefined {
-    return this.#versions.get(keyOf(name, version));
   }
 
   /** Why the pool is not ready: a model that should be loaded is not, or undefined. */
