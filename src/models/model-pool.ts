@@ -273,7 +273,7 @@ export class ModelPool implements PoolOwner {
       for (const model of this.#versions.values()) {
         const instance = model.current;
         if (instance === undefined || model.queue.queued === 0 || !(model.state === "ready" || model.state === "unloading")) continue;
-        const worker = [...instance.workers].find((w) => idle.has(w));
+        const worker = this.#leastNeeded(instance, idle);
         if (worker === undefined) continue;
         const tasks = model.queue.next();
         if (tasks === undefined) continue;
@@ -538,6 +538,20 @@ export class ModelPool implements PoolOwner {
     if (task.settled) return;
     model.stats.failed(performance.now() - task.enqueuedAt);
     task.fail(error);
+  }
+
+  // Of the free workers that have the instance, the one whose other models have the fewest
+  // requests waiting: taking it keeps the others free for the models only they can serve.
+  #leastNeeded(instance: Instance, idle: Set<number>): number | undefined {
+    let best: number | undefined;
+    let fewest = Infinity;
+    for (const workerId of instance.workers) {
+      if (!idle.has(workerId)) continue;
+      let waiting = 0;
+      for (const other of this.#hostedOn(workerId)) if (other !== instance) waiting += other.model.queue.queued;
+      if (waiting < fewest) [best, fewest] = [workerId, waiting];
+    }
+    return best;
   }
 
   #bytesOn(workerId: number): number {
