@@ -6,8 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { assertError, fixture, post, send, sleep, startServer, waitFor, type ServerProcess } from "./helpers.js";
+import { assertError, fixture, post, runToExit, send, sleep, startServer, waitFor, type ServerProcess } from "./helpers.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
+import { CLI } from "./onnx-helpers.js";
 
 const X = { name: "x", datatype: "FP32", shape: [2], data: [1, 2] };
 
@@ -209,6 +210,23 @@ describe("failures", () => {
     assertError(await scale(url, "good", { sleepMs: 1000 }), 408, /^request timeout/);
     await waitReady(url, "good");
     assert.equal((await scale(url, "good")).status, 200);
+  });
+});
+
+describe("--dry-run with a model repository", () => {
+  const repo = new ModelRepo();
+  after(() => repo.remove());
+
+  test("loads every model once, prints each one's state, and exits 1 when one cannot load", async () => {
+    repo.module("good", "scale.ts");
+    const ok = await runToExit(CLI, ["serve", "--model-repository", repo.dir, "--dry-run", "--log-level", "silent"]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.equal(ok.stdout, "model good: loaded\n");
+    repo.module("bad", "scale.ts", { parameters: { initFail: true } });
+    const failed = await runToExit(CLI, ["serve", "--model-repository", repo.dir, "--dry-run", "--log-level", "silent"]);
+    assert.equal(failed.code, 1);
+    assert.match(failed.stdout, /^model bad: UNAVAILABLE, this model cannot load \(initFail\)$/m);
+    assert.match(failed.stdout, /^model good: loaded$/m);
   });
 });
 

@@ -125,7 +125,7 @@ export class Server {
     try {
       const models = this.#modelSources(config);
       if (this.#specs.length === 0 && models === undefined) throw new Error("no stages: call appendWorker() or addModel() before run(), or give --model-repository");
-      if (config.dryRun) process.exit((await this.#dryRun(config, logger)) ? 0 : 1);
+      if (config.dryRun) process.exit((await this.#dryRun(config, logger, models)) ? 0 : 1);
       return await this.#start(config, logger, models);
     } catch (err) {
       logger.fatal((err as Error).message);
@@ -204,15 +204,29 @@ export class Server {
     return address;
   }
 
-  // One worker per stage, each route's example through its whole pipeline, no HTTP port.
-  async #dryRun(config: ServerConfig, logger: Logger): Promise<boolean> {
+  // One worker per stage, each route's example through its whole pipeline, then every model
+  // loaded once on a pool of one worker (with no memory budget), and no HTTP port.
+  async #dryRun(config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<boolean> {
+    const print = (line: string) => process.stdout.write(`${line}\n`);
     const metrics = new Metrics(config.namespace, () => [], () => 0);
     const { stages, routes } = this.#build(config, logger, metrics, true);
+    const modelPool = models === undefined ? undefined : this.#modelPool({ ...config, workers: 1, modelMemoryBytes: 0 }, logger, metrics);
     try {
       await Promise.all(stages.map((s) => s.pool.start()));
-      return await dryRun([...routes.values()], config.timeoutMs, (line) => process.stdout.write(`${line}\n`));
+      let ok = await dryRun([...routes.values()], config.timeoutMs, print);
+      if (modelPool !== undefined) {
+        const catalog = new Catalog(models!, modelPool, logger);
+        catalog.register();
+        await modelPool.start();
+        for (const { name, version, state, reason } of catalog.index(false)) {
+          print(`model ${version === undefined ? name : `${name}/${version}`}: ${state === "READY" ? "loaded" : `${state}, ${reason}`}`);
+          if (state !== "READY") ok = false;
+        }
+      }
+      return ok;
     } finally {
       for (const stage of stages) stage.pool.close();
+      modelPool?.close();
     }
   }
 
