@@ -61,7 +61,7 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--max-request-size <bytes>", "largest request body; larger ones get 413").env("SHOAL_MAX_REQUEST_SIZE").argParser(integer(1)).default(defaults.maxRequestSize),
     new Option("--log-level <level>", "least severe log level written").env("SHOAL_LOG_LEVEL").choices(LOG_LEVELS).default(defaults.logLevel),
     new Option("--log-format <format>", "json, or pretty for readable lines").env("SHOAL_LOG_FORMAT").choices(["json", "pretty"]).default(defaults.logFormat),
-    new Option("--dry-run", "start one worker per stage, send each route's example through its pipeline, print timings and exit").env("SHOAL_DRY_RUN").default(defaults.dryRun),
+    new Option("--dry-run", "start one worker per stage, send each route's example through its pipeline, load every model once, print timings and exit").env("SHOAL_DRY_RUN").default(defaults.dryRun),
     new Option("--namespace <prefix>", "prefix of every Prometheus metric name").env("SHOAL_NAMESPACE").argParser(metricPrefix).default(defaults.namespace),
     new Option("--model-repository <dir>", "serve every model of this folder with the V2 protocol").env("SHOAL_MODEL_REPOSITORY").default(defaults.modelRepository),
     new Option("--workers <n>", "workers of the shared pool that hosts the models").env("SHOAL_WORKERS").argParser(integer(1)).default(defaults.workers),
