@@ -170,7 +170,8 @@ describe("a memory budget", () => {
       assert.equal(reply.json.outputs[0].data[0], y);
       assert.deepEqual(await state(), { a: name === "a" ? "READY" : "UNAVAILABLE", b: name === "b" ? "READY" : "UNAVAILABLE" });
     }
-    assert.ok(server.logs().filter((l) => l.msg === "model evicted").length >= 3);
+    // The log line may reach us a moment after the answer.
+    await waitFor("three evictions in the log", () => (server.logs().filter((l) => l.msg === "model evicted").length >= 3 ? true : undefined));
     const index = (await post(`${url}/v2/repository/index`, {})).json.find((e: { state: string }) => e.state === "UNAVAILABLE");
     assert.match(index.reason, /evicted/);
   });
@@ -209,7 +210,11 @@ describe("failures", () => {
     for (const reply of replies.filter((r) => r.status === 429)) assertError(reply, 429, "too many requests: the queue of model good is full");
     assertError(await scale(url, "good", { sleepMs: 1000 }), 408, /^request timeout/);
     await waitReady(url, "good");
-    assert.equal((await scale(url, "good")).status, 200);
+    // The worker finishes the late request before it takes the next one, which may itself run out
+    // of its 600 ms on a busy machine: the model serves again within a few tries.
+    let status = 0;
+    for (let i = 0; i < 10 && status !== 200; i++) status = (await scale(url, "good")).status;
+    assert.equal(status, 200);
   });
 });
 
