@@ -188,7 +188,7 @@ describe("V2 REST endpoints", () => {
     assert.deepEqual(one.json.outputs.map((o: { name: string }) => o.name), ["length"]);
     const both = await post(`${url}/v2/models/upper/infer`, { inputs: [text], outputs: [{ name: "length" }, { name: "upper" }] });
     assert.deepEqual(both.json.outputs.map((o: { name: string }) => o.name), ["length", "upper"]);
-    assertError(await post(`${url}/v2/models/upper/infer`, { inputs: [text], outputs: [{ name: "nope" }] }), 400, /unknown output 'nope'/);
+    assertError(await post(`${url}/v2/models/upper/infer`, { inputs: [text], outputs: [{ name: "nope" }] }), 400, /has no output 'nope'/);
   });
 
   test("malformed requests are 400 naming what is wrong; the rest of a batch goes on", async () => {

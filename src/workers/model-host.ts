@@ -125,7 +125,8 @@ export class ModelHost {
 
   #encode(model: Loaded, request: V2InferenceRequest, output: unknown, transfer: Set<ArrayBuffer>): ItemResult {
     try {
-      const outputs = selected(model.adapter.toTensors(output), request);
+      // The codec keeps the outputs the request names, in its order, and refuses unknown names.
+      const outputs = model.adapter.toTensors(output);
       const response = { model_name: model.name, outputs, ...(model.version === "" ? {} : { model_version: model.version }), ...(request.id === undefined ? {} : { id: request.id }) };
       const encoded = encodeInferenceResponse(response, request);
       for (const buffer of transferablesOf(encoded.body)) transfer.add(buffer);
@@ -149,16 +150,6 @@ function headerLength(item: BatchItem): string | undefined {
   const value = item.meta.headers[HEADER_LENGTH];
   if (Array.isArray(value)) throw new ClientError(`${HEADER_LENGTH} is given ${value.length} times`);
   return value;
-}
-
-// The outputs the request names, in its order; all of them when it names none.
-function selected(outputs: V2Tensor[], request: V2InferenceRequest): V2Tensor[] {
-  if (request.outputs === undefined || request.outputs.length === 0) return outputs;
-  return request.outputs.map(({ name }) => {
-    const tensor = outputs.find((t) => t.name === name);
-    if (tensor === undefined) throw new ClientError(`unknown output '${name}'; the model's outputs are ${outputs.map((t) => t.name).join(", ")}`);
-    return tensor;
-  });
 }
 
 type Built = { cls: WorkerClass; adapter: (worker: unknown) => Adapter };
