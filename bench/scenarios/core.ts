@@ -8,12 +8,13 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { allowedCpus, describeCpus, gitState, hasTaskset, loadMeter, machineBusy, machineInfo, waitQuiet, type CpuSet, type LoadReport, type MachineInfo } from "../lib/machine.js";
+import { allowedCpus, describeCpus, gitState, hasTaskset, machineBusy, machineInfo, type CpuSet, type MachineInfo } from "../lib/machine.js";
+import { alternate, describePoint, DISTURBED, measureOnce, measurePoint, quietHelp, quietOptions, quietSettings, wholeNumber, type Measured } from "../lib/measure.js";
 import { fmtInt, fmtMs, markdownTable, textTable, writeResults } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer, type RunningServer } from "../lib/server.js";
 import { spread, type Spread } from "../lib/stats.js";
-import { requireWrk, runWrk, wrkVersion, type WrkResult } from "../lib/wrk.js";
+import { requireWrk, wrkVersion, type WrkOptions } from "../lib/wrk.js";
 
 /** Defaults sized so that the default run (2 layouts) takes about 3 minutes. */
 export const defaults = { duration: 8, rounds: 3, warmup: 3 };
@@ -21,11 +22,9 @@ export const defaults = { duration: 8, rounds: 3, warmup: 3 };
 const BODY = '{"x": 2}';
 const EXPECTED = Math.exp(2);
 const SERVERS = ["shoal", "plain"] as const;
-/** Cores used by other processes above which a point is marked disturbed. */
-const DISTURBED = 0.25;
 type ServerName = (typeof SERVERS)[number];
 
-interface Layout {
+export interface Layout {
   name: string;
   server: CpuSet | undefined;
   wrk: CpuSet | undefined;
@@ -33,7 +32,7 @@ interface Layout {
 }
 
 /** The CPU layouts this machine allows, by name. */
-function layouts(): Map<string, Layout | string> {
+export function layouts(): Map<string, Layout | string> {
   const cpus = allowedCpus();
   const out = new Map<string, Layout | string>();
   const taskset = hasTaskset();
@@ -58,25 +57,10 @@ function layouts(): Map<string, Layout | string> {
   return out;
 }
 
-interface Point {
+interface Point extends Measured {
   layout: string;
   server: ServerName;
-  connections: number;
   round: number;
-  durationSec: number;
-  requestsPerSec: number;
-  latencyMs: WrkResult["latency"];
-  requests: number;
-  non2xx: number;
-  socketErrors: WrkResult["socketErrors"];
-  /** CPU of the server (all threads, main, busiest other), of wrk, of the machine and of other processes, in cores. */
-  load: LoadReport;
-  /** Other processes used more than DISTURBED cores during the point. */
-  disturbed: boolean;
-  /** Seconds spent waiting for the machine to be quiet before the point, and the load then. */
-  quietWait: { waitedSec: number; busy: number } | undefined;
-  wrkCommand: string;
-  wrkOutput: string;
 }
 
 interface Cell {
@@ -118,18 +102,6 @@ function parseList(value: string | undefined, fallback: string[]): string[] {
   return value === undefined ? fallback : value.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
 }
 
-function wholeNumber(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) {
-    process.stderr.write(`bench: ${name} must be a whole number >= 1, not '${value}'\n`);
-    process.exit(2);
-  }
-  return n;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 async function run(ctx: ScenarioContext): Promise<void> {
   if (ctx.values.render === true) {
     render(ctx);
@@ -139,10 +111,8 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const { common, values, root, log } = ctx;
   const num = wholeNumber("--num", (values.num as string | undefined) ?? process.env.BENCH_NUM, 1);
   const connections = wholeNumber("--connections", values.connections as string | undefined, 64);
-  const quietWaitSec = Number((values["quiet-wait"] as string | undefined) ?? process.env.BENCH_QUIET_WAIT ?? 0);
-  if (!Number.isFinite(quietWaitSec) || quietWaitSec < 0) throw new Error("--quiet-wait must be a number of seconds >= 0");
-  const retries = Number((values.retries as string | undefined) ?? process.env.BENCH_RETRIES ?? 0);
-  if (!Number.isInteger(retries) || retries < 0) throw new Error("--retries must be a whole number >= 0");
+  const quiet = quietSettings(values);
+  const { quietWaitSec, retries } = quiet;
   const latencySec = Number((values["latency-duration"] as string | undefined) ?? process.env.BENCH_LATENCY_DURATION ?? Math.max(2, common.durationSec / 2));
   if (!Number.isFinite(latencySec) || latencySec <= 0) throw new Error("--latency-duration must be a positive number");
   const available = layouts();
@@ -214,65 +184,31 @@ async function run(ctx: ScenarioContext): Promise<void> {
     };
     commands[layout.name] = [servers.shoal.command, servers.plain.command];
     try {
-      const measure = async (server: ServerName, conns: number, seconds: number): Promise<{ r: WrkResult; load: LoadReport }> => {
-        const s = servers[server];
-        const meter = loadMeter(s.pid);
-        const r = await runWrk({ url: `${s.url}/inference`, connections: conns, durationSec: seconds, script, cwd: root, env: { WRK_BODY: BODY }, cpus: layout.wrk });
-        return { r, load: meter.stop() };
-      };
+      const wrkOptions = (server: ServerName, conns: number, seconds: number): WrkOptions => ({
+        url: `${servers[server].url}/inference`,
+        connections: conns,
+        durationSec: seconds,
+        script,
+        cwd: root,
+        env: { WRK_BODY: BODY },
+        cpus: layout.wrk,
+      });
       for (const server of SERVERS) {
         log(`  warm-up ${server} (${common.warmupSec} s at ${connections} connections)`);
-        const { r } = await measure(server, connections, common.warmupSec);
-        if (r.non2xx > 0) log(`  warning: ${r.non2xx} non-2xx answers during the warm-up of ${server}`);
+        const warm = await measureOnce(servers[server].pid, wrkOptions(server, connections, common.warmupSec));
+        if (warm.non2xx > 0) log(`  warning: ${warm.non2xx} non-2xx answers during the warm-up of ${server}`);
       }
       for (let round = 1; round <= common.rounds; round++) {
-        // Alternate which server goes first, so a drift in the machine does not favour one.
-        const order: ServerName[] = round % 2 === 1 ? ["shoal", "plain"] : ["plain", "shoal"];
         for (const conns of connectionPoints) {
-          for (const server of order) {
+          for (const server of alternate(SERVERS, round)) {
             const seconds = conns === 1 ? latencySec : common.durationSec;
-            let attempt = 0;
-            let point: Point;
-            for (;;) {
-              let quietWait: { waitedSec: number; busy: number } | undefined;
-              if (quietWaitSec > 0) {
-                quietWait = await waitQuiet(DISTURBED, quietWaitSec);
-                if (quietWait.busy > DISTURBED) log(`  machine still busy (${quietWait.busy} cores used by other processes) after waiting ${quietWait.waitedSec} s; measuring anyway`);
-              } else await sleep(300);
-              const { r, load } = await measure(server, conns, seconds);
-              point = {
-                layout: layout.name,
-                server,
-                connections: conns,
-                round,
-                durationSec: r.durationSec,
-                requestsPerSec: r.requestsPerSec,
-                latencyMs: r.latency,
-                requests: r.requests,
-                non2xx: r.non2xx,
-                socketErrors: r.socketErrors,
-                load,
-                disturbed: load.foreign > DISTURBED,
-                quietWait,
-                wrkCommand: r.command,
-                wrkOutput: r.raw,
-              };
-              if (commands[`wrk ${layout.name} c=${conns}`] === undefined) commands[`wrk ${layout.name} c=${conns}`] = [r.command];
-              if (!point.disturbed || attempt >= retries) break;
-              attempt++;
-              discarded.push(point);
-              log(`  round ${round} ${server} c=${conns}: other processes used ${load.foreign.toFixed(2)} cores (${fmtInt(r.requestsPerSec)} req/s); measuring again (${attempt}/${retries})`);
-            }
+            const label = `round ${round} ${server.padEnd(5)} c=${String(conns).padEnd(3)}`;
+            const m = await measurePoint(servers[server].pid, wrkOptions(server, conns, seconds), quiet, log, label);
+            const point: Point = { layout: layout.name, server, round, ...m.point };
+            discarded.push(...m.discarded.map((d) => ({ layout: layout.name, server, round, ...d })));
+            commands[`wrk ${layout.name} c=${conns}`] ??= [point.wrkCommand];
             points.push(point);
-            const { load } = point;
-            const cpu = load.server;
-            const sock = point.socketErrors;
-            const bad = point.non2xx + sock.connect + sock.read + sock.write + sock.timeout;
-            log(
-              `  round ${round} ${server.padEnd(5)} c=${String(conns).padEnd(3)} ${fmtInt(point.requestsPerSec).padStart(7)} req/s  p50 ${fmtMs(point.latencyMs.p50)} ms  p99 ${fmtMs(point.latencyMs.p99)} ms  ` +
-                `server CPU ${cpu.total.toFixed(2)} cores (main ${cpu.main.toFixed(2)}, next ${cpu.busiestOther.toFixed(2)}), wrk ${load.wrk.toFixed(2)}, others ${load.foreign.toFixed(2)}` +
-                `${point.disturbed ? " DISTURBED" : ""}${bad > 0 ? `  ERRORS: non-2xx ${point.non2xx}, socket ${JSON.stringify(sock)}` : ""}`,
-            );
+            log(describePoint(label, point));
           }
         }
       }
@@ -491,16 +427,14 @@ export const scenario: Scenario = {
     connections: { type: "string" },
     "latency-duration": { type: "string" },
     layouts: { type: "string" },
-    "quiet-wait": { type: "string" },
-    retries: { type: "string" },
+    ...quietOptions,
     render: { type: "boolean" },
   },
   help: {
     "num <n>": "Shoal workers in the stage (BENCH_NUM; default 1)",
     "connections <n>": "connections of the throughput point (default 64); a 1-connection point is always measured",
     "latency-duration <s>": "seconds per 1-connection point (BENCH_LATENCY_DURATION; default half of --duration)",
-    "quiet-wait <s>": `before each point, wait up to this long for other processes to use < ${DISTURBED} cores (BENCH_QUIET_WAIT; default 0: don't wait)`,
-    "retries <n>": `measure a point again, up to n times, when other processes used more than ${DISTURBED} cores during it (BENCH_RETRIES; default 0)`,
+    ...quietHelp,
     render: "rewrite core.md (and the summary in core.json) from the points in core.json, without measuring",
     "layouts <list>": "CPU layouts, comma-separated: pinned, pinned-2core (needs 3 CPUs), unpinned (BENCH_LAYOUTS; default pinned,unpinned)",
   },
