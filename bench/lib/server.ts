@@ -4,12 +4,15 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { pinned, type CpuSet } from "./machine.js";
+import { descendants, killPids } from "./proctree.js";
 
 export interface ServerSpec {
   /** Short name used in results, e.g. "shoal". */
   name: string;
   /** Script run with `node --import tsx` (path relative to `cwd`). */
   script: string;
+  /** Another program to run instead of node (e.g. a Python peer): the script is then its first argument. */
+  program?: string;
   /** Arguments after the script; `{port}` is replaced by the port. */
   args: string[];
   port: number;
@@ -67,8 +70,8 @@ export function freePort(host = "127.0.0.1"): Promise<number> {
 /** Starts the server and resolves once its probe request succeeds; rejects with its output otherwise. */
 export async function startServer(spec: ServerSpec): Promise<RunningServer> {
   installExitHook();
-  const args = ["--import", "tsx", spec.script, ...spec.args.map((a) => a.replaceAll("{port}", String(spec.port)))];
-  const [file, argv] = pinned(spec.cpus, process.execPath, args);
+  const scriptArgs = [spec.script, ...spec.args.map((a) => a.replaceAll("{port}", String(spec.port)))];
+  const [file, argv] = pinned(spec.cpus, spec.program ?? process.execPath, spec.program === undefined ? ["--import", "tsx", ...scriptArgs] : scriptArgs);
   const command = [file === process.execPath ? "node" : file, ...argv.map((a) => (a === process.execPath ? "node" : a))].join(" ");
   const child = spawn(file, argv, { cwd: spec.cwd, env: { ...process.env, ...spec.env }, stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
@@ -97,10 +100,13 @@ export async function startServer(spec: ServerSpec): Promise<RunningServer> {
     output: () => lines.join("\n"),
     async stop() {
       if (exited !== undefined) return;
+      // Peers run worker processes of their own; make sure none outlives its server.
+      const tree = descendants(child.pid!);
       child.kill("SIGTERM");
       const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
       await gone;
       clearTimeout(timer);
+      killPids(tree);
     },
   };
   const deadline = Date.now() + (spec.startTimeoutMs ?? 20_000);
