@@ -1,0 +1,130 @@
+/**
+ * model: one compute-bound ONNX model (a generated 1024→4096→4096→1000 MLP, ~100 MB) served with
+ * batching by Shoal (`shoal serve`), Mosec and MLServer with the same settings — 2 workers with one
+ * session of 1 intra-op thread each, batches of up to 32 rows, 5 ms wait — against a plain
+ * node:http server running it per request, and against the upper limit: the model run in-process
+ * at batch 32 by 2 sessions × 1 thread.
+ *
+ * Unpinned: the servers need both cores for their 2 workers; wrk is light next to the model.
+ */
+import { spawnSync } from "node:child_process";
+import { join, relative } from "node:path";
+import { pinned } from "../lib/machine.js";
+import { ensureMlp, ensurePeers, mlserverSpec, mosecSpec } from "../lib/peers.js";
+import type { Scenario, ScenarioContext } from "../lib/scenario.js";
+import { spread } from "../lib/stats.js";
+import { peakRps, report, sweep, sweepOptions, sweepSettings, wantsPeers, type Contender } from "../lib/sweep.js";
+import { requireWrk } from "../lib/wrk.js";
+
+export const defaults = { duration: 5, rounds: 3, warmup: 3 };
+
+/** The model's sizes: `big` is the benchmark's, `tiny` keeps the smoke test fast. */
+const MODELS = {
+  big: { inputs: 1024, hidden: 4096, layers: 2, outputs: 1000 },
+  tiny: { inputs: 64, hidden: 128, layers: 1, outputs: 10 },
+} as const;
+const WORKERS = 2;
+const THREADS = 1;
+const MAX_BATCH = 32;
+const MAX_WAIT_MS = 5;
+
+/** One request's row: short decimals, so that JSON size does not dominate. */
+export const row = (width: number) => Array.from({ length: width }, (_, i) => ((i * 7) % 10) / 10);
+
+async function run(ctx: ScenarioContext): Promise<void> {
+  requireWrk();
+  const { root, log, common } = ctx;
+  const s = sweepSettings(ctx, "unpinned");
+  const size = ((ctx.values.model as string | undefined) ?? "big") as keyof typeof MODELS;
+  const shape = MODELS[size];
+  if (shape === undefined) throw new Error(`--model must be big or tiny, not '${size}'`);
+  if (wantsPeers(s, ["mosec", "mlserver"])) ensurePeers(root, log);
+  const model = relative(root, ensureMlp(root, `mlp-${size}`, shape, log));
+  const input = row(shape.inputs);
+  const body = JSON.stringify({ input: [input] });
+  const v2 = JSON.stringify({ inputs: [{ name: "input", datatype: "FP32", shape: [1, shape.inputs], data: input }] });
+  const outputs = (rows: unknown) => (Array.isArray(rows) && Array.isArray(rows[0]) && rows[0].length === shape.outputs ? undefined : `expected ${shape.outputs} outputs, got ${JSON.stringify(rows).slice(0, 80)}`);
+  const probe = { path: "/inference", body, check: (t: string) => outputs((JSON.parse(t) as { output?: unknown }).output) };
+  const peerEnv = { BENCH_MODEL: model, BENCH_NUM: String(WORKERS), BENCH_MAX_BATCH: String(MAX_BATCH), BENCH_MAX_WAIT_MS: String(MAX_WAIT_MS), BENCH_INTRA_OP_THREADS: String(THREADS) };
+  const batching = `${WORKERS} workers × ${THREADS} intra-op thread, max batch ${MAX_BATCH}, wait ${MAX_WAIT_MS} ms`;
+  const contenders: Contender[] = [
+    {
+      name: "shoal",
+      config: `\`shoal serve ${model}\` (shoal/onnx), ${batching}`,
+      spec: {
+        script: "dist/cli/main.js",
+        args: ["serve", model, "--num", String(WORKERS), "--intra-op-threads", String(THREADS), "--max-batch-size", String(MAX_BATCH), "--max-wait-ms", String(MAX_WAIT_MS), "--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json"],
+        probe,
+        startTimeoutMs: 120_000,
+      },
+      path: "/inference",
+      body,
+      batchMetric: "shoal_stage_batch_size",
+    },
+    {
+      name: "mosec",
+      config: `bench/peers/mosec_model.py: a batching Worker with onnxruntime, ${batching} (Mosec's default JSON serialize)`,
+      spec: mosecSpec(root, "mosec_model.py", peerEnv, probe),
+      path: "/inference",
+      body,
+      batchMetric: "mosec_service_batch_size",
+    },
+    {
+      name: "mlserver",
+      config: `bench/peers/mlserver_model/: a custom runtime with onnxruntime, adaptive batching (max_batch_size ${MAX_BATCH}, max_batch_time ${MAX_WAIT_MS / 1000} s), parallel_workers ${WORKERS}, ${THREADS} intra-op thread`,
+      spec: mlserverSpec(root, join("bench", "peers", "mlserver_model"), peerEnv, {
+        path: "/v2/models/mlp/infer",
+        body: v2,
+        check: (t) => {
+          const out = (JSON.parse(t) as { outputs?: { data?: number[] }[] }).outputs?.[0]?.data;
+          return out?.length === shape.outputs ? undefined : `expected ${shape.outputs} outputs, got ${t.slice(0, 80)}`;
+        },
+      }),
+      path: "/v2/models/mlp/infer",
+      body: v2,
+    },
+    {
+      name: "plain",
+      config: "bench/servers/plain-onnx.ts: node:http running the model inline per request (no batching), one session with 2 intra-op threads (both cores)",
+      spec: { script: "bench/servers/plain-onnx.ts", args: ["--model", model, "--port", "{port}", "--address", "127.0.0.1", "--intra-op-threads", "2"], probe, startTimeoutMs: 60_000 },
+      path: "/inference",
+      body,
+    },
+  ];
+  const result = await sweep(ctx, "model", `model: a ${shape.inputs}→${shape.hidden}×${shape.layers}→${shape.outputs} MLP (ONNX), batched`, contenders, s);
+
+  // The in-process limit, measured after the servers have stopped, on the servers' cores.
+  const limitRuns: number[] = [];
+  for (let round = 1; round <= common.rounds; round++) {
+    const args = ["bench/servers/onnx-limit.mjs", "--model", model, "--batch", String(MAX_BATCH), "--sessions", String(WORKERS), "--threads", String(THREADS), "--seconds", String(common.durationSec)];
+    const [file, argv] = pinned(s.layout.server, process.execPath, args);
+    const r = spawnSync(file, argv, { cwd: root, encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`onnx-limit failed: ${r.stderr}`);
+    limitRuns.push((JSON.parse(r.stdout) as { samplesPerSec: number }).samplesPerSec);
+    log(`  round ${round} in-process limit: ${Math.round(limitRuns.at(-1)!)} samples/s (batch ${MAX_BATCH}, ${WORKERS} sessions × ${THREADS} thread)`);
+  }
+  const limit = spread(limitRuns);
+  result.extra = { inProcessLimit: { samplesPerSec: limit, runs: limitRuns, batch: MAX_BATCH, sessions: WORKERS, threads: THREADS } };
+  const shoal = peakRps(result, "shoal");
+  result.headline = [
+    { what: "Shoal peak req/s / in-process limit (samples/s)", value: shoal / limit.median, goal: 0.85, unit: "%" },
+    { what: "Shoal / Mosec peak req/s", value: shoal / peakRps(result, "mosec"), goal: 1, unit: "x" },
+    { what: "Shoal / MLServer peak req/s", value: shoal / peakRps(result, "mlserver"), goal: 1, unit: "x" },
+    { what: "Shoal / plain node:http peak req/s", value: shoal / peakRps(result, "plain"), goal: 5, unit: "x" },
+  ];
+  report(ctx, result, [
+    "## In-process limit",
+    "",
+    `\`bench/servers/onnx-limit.ts\`: the same model at batch ${MAX_BATCH}, ${WORKERS} sessions (worker threads) × ${THREADS} intra-op thread, back to back, no HTTP or JSON: ` +
+      `**${Math.round(limit.median).toLocaleString("en-US")} samples/s** (median of ${limit.n}; ${Math.round(limit.min).toLocaleString("en-US")}–${Math.round(limit.max).toLocaleString("en-US")}).`,
+    "",
+  ]);
+}
+
+export const scenario: Scenario = {
+  name: "model",
+  summary: "A compute-bound ONNX MLP with batching: Shoal, Mosec, MLServer, plain node:http per request, and the in-process limit.",
+  options: { ...sweepOptions.options, model: { type: "string" } },
+  help: { ...sweepOptions.help, "model <size>": "big (1024→4096→4096→1000, ~100 MB, default) or tiny (64→128→10, for a quick check)" },
+  run,
+};
