@@ -155,15 +155,14 @@ async function histogramTotals(url: string, metric: string): Promise<{ sum: numb
   }
 }
 
-/** Starts the contenders, measures them, stops them. `whileRunning` sees the started servers after the sweep. */
-export async function sweep(
-  ctx: ScenarioContext,
-  scenario: string,
-  title: string,
-  contenders: Contender[],
-  s: SweepSettings,
-  whileRunning?: (servers: Map<string, RunningServer>) => Promise<void>,
-): Promise<SweepResult> {
+/** Called with the running servers, by name: once all have started (before any load), and after the sweep. */
+export interface SweepHooks {
+  afterStart?(servers: Map<string, RunningServer>): Promise<void>;
+  afterSweep?(servers: Map<string, RunningServer>): Promise<void>;
+}
+
+/** Starts the contenders, measures them, stops them. */
+export async function sweep(ctx: ScenarioContext, scenario: string, title: string, contenders: Contender[], s: SweepSettings, hooks: SweepHooks = {}): Promise<SweepResult> {
   const { common, root, log } = ctx;
   const chosen = contenders.filter((c) => s.servers === undefined || s.servers.includes(c.name));
   const { layout } = s;
@@ -189,6 +188,7 @@ export async function sweep(
       }
     }
     const running = chosen.filter((c) => servers.has(c.name));
+    await hooks.afterStart?.(servers);
     const measure = async (c: Contender, connections: number, seconds: number) => {
       const server = servers.get(c.name)!;
       const metricsUrl = `${server.url}/metrics`;
@@ -243,7 +243,7 @@ export async function sweep(
         }
       }
     }
-    await whileRunning?.(servers);
+    await hooks.afterSweep?.(servers);
   } finally {
     for (const server of servers.values()) await server.stop();
   }
@@ -336,8 +336,8 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     join(ctx.resultsDir, plots.latency),
     lineChart(series((c) => [c.requestsPerSec.median, c.p99Ms]), { title: `${result.title}: p99 latency against throughput`, xLabel: "requests/s (median)", yLabel: "p99 latency, ms" }),
   );
-  const headers = ["server", "conns", "req/s (median)", "req/s range", "p50 ms", "p90 ms", "p99 ms", "mean batch", "non-2xx", "socket errors"];
-  const align = ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r"] as const;
+  const headers = ["server", "conns", "req/s (median)", "req/s range", "p50 ms", "p90 ms", "p99 ms", "mean batch", "non-2xx", "socket errors", "note"];
+  const align = ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"] as const;
   const rows = result.cells.map((c) => [
     c.server,
     String(c.connections),
@@ -349,8 +349,9 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     c.meanBatch === undefined ? "" : c.meanBatch.toFixed(1),
     String(c.non2xx),
     String(c.socketErrors),
+    "",
   ]);
-  for (const c of result.contenders) if (c.unavailable !== undefined) rows.push([c.name, "–", `not measured: ${c.unavailable}`, "", "", "", "", "", "", ""]);
+  for (const c of result.contenders) if (c.unavailable !== undefined) rows.push([c.name, "–", "n/a", "", "", "", "", "", "", "", `not measured: ${c.unavailable}`]);
   const s = result.settings;
   const md = [
     `# ${result.title}`,
