@@ -4,6 +4,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
+import { descendants } from "./proctree.js";
 
 /** A list of CPU numbers to pin to. */
 export type CpuSet = readonly number[];
@@ -113,17 +114,24 @@ export interface CpuUse {
   total: number;
   /** The main thread (HTTP and event loop). */
   main: number;
-  /** The busiest other thread (for Shoal, its worker thread). */
+  /** The busiest other thread (for Shoal, its worker thread or process). */
   busiestOther: number;
 }
 
-/** Measures CPU use of `pid` between `start()` and `stop()`. */
+// Threads of `pid` and of its descendants: a server's worker processes are part of the server.
+function treeCpuTimes(pid: number): Map<number, number> {
+  const out = threadCpuTimes(pid);
+  for (const child of descendants(pid)) for (const [tid, t] of threadCpuTimes(child)) out.set(tid, t);
+  return out;
+}
+
+/** Measures CPU use of `pid` and its child processes between `start()` and `stop()`. */
 export function cpuMeter(pid: number): { stop(): CpuUse } {
-  const before = threadCpuTimes(pid);
+  const before = treeCpuTimes(pid);
   const t0 = performance.now();
   return {
     stop() {
-      const after = threadCpuTimes(pid);
+      const after = treeCpuTimes(pid);
       const secs = (performance.now() - t0) / 1000;
       let total = 0;
       let main = 0;
