@@ -1,0 +1,7 @@
+-- wrk script: POST a body read from a file (WRK_BODY_FILE), e.g. binary MessagePack that cannot
+-- travel in an environment variable, with the content type WRK_CONTENT_TYPE.
+local f = assert(io.open(os.getenv("WRK_BODY_FILE"), "rb"))
+wrk.body = f:read("*a")
+f:close()
+wrk.method = "POST"
+wrk.headers["Content-Type"] = os.getenv("WRK_CONTENT_TYPE") or "application/octet-stream"
