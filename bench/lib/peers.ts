@@ -7,6 +7,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeMlp, type MlpShape } from "../../test/fixtures/make-mlp.js";
+import type { Contender } from "./sweep.js";
 
 /** The PyPI packages of the peers, unpinned: a fresh setup measures their latest releases. */
 export const PEER_PACKAGES = ["mosec", "mlserver", "onnxruntime", "numpy"] as const;
@@ -93,7 +94,7 @@ export function ensureMlp(root: string, name: string, shape: MlpShape, log: (lin
   return file;
 }
 
-type PeerSpec = NonNullable<import("./sweep.js").Contender["spec"]>;
+type PeerSpec = NonNullable<Contender["spec"]>;
 
 /** How to start a Mosec peer script of bench/peers/ (its flags are Mosec's own). */
 export function mosecSpec(root: string, script: string, env: Record<string, string>, probe: PeerSpec["probe"]): PeerSpec {
