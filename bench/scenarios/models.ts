@@ -211,8 +211,8 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const targets: Target[] = [
     { name: "/inference (shoal serve model.onnx)", server: "inference", path: "/inference", connections, script: join("bench", "lua", "post-json.lua"), env: { WRK_BODY: JSON.stringify({ input: [row(SHAPE.inputs)] }) } },
     { name: `V2 infer (model repository)`, server: "v2", path: `/v2/models/${names[0]}/infer`, connections, script: join("bench", "lua", "post-json.lua"), env: { WRK_BODY: mlpBody } },
-    { name: `V2 JSON, ${LARGE} FP32 (${MiB(json.body.byteLength)} MiB body)`, server: "v2", path: "/v2/models/sum/infer", connections: largeConnections, script: v2Script, env: { WRK_BODY_FILE: files.json } },
-    { name: `V2 binary, ${LARGE} FP32 (${MiB(binary.body.byteLength)} MiB body)`, server: "v2", path: "/v2/models/sum/infer", connections: largeConnections, script: v2Script, env: { WRK_BODY_FILE: files.binary, WRK_HEADER_LENGTH: String(binary.headerLength) } },
+    { name: `V2 JSON, ${LARGE} FP32 (${MiB(json.body.byteLength)} MiB body)`, server: "v2", path: "/v2/models/sum/infer", connections: largeConnections, script: v2Script, env: { WRK_BODY_FILE: files.json, WRK_CONTENT_TYPE: json.contentType } },
+    { name: `V2 binary, ${LARGE} FP32 (${MiB(binary.body.byteLength)} MiB body)`, server: "v2", path: "/v2/models/sum/infer", connections: largeConnections, script: v2Script, env: { WRK_BODY_FILE: files.binary, WRK_CONTENT_TYPE: binary.contentType, WRK_HEADER_LENGTH: String(binary.headerLength) } },
   ];
   const points: Point[] = [];
   const discarded: Point[] = [];
