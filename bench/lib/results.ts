@@ -43,3 +43,19 @@ export function fmtMs(x: number): string {
 export function fmtK(x: number): string {
   return Number.isFinite(x) ? `${(x / 1000).toFixed(1)}k` : "n/a";
 }
+
+/** The closing sections of a scenario's Markdown report: its targets, then the exact commands. */
+export function targetsAndCommands(verdicts: readonly string[], commands: Record<string, readonly string[]>): string[] {
+  return [
+    "## Targets",
+    "",
+    ...verdicts.map((v) => `- ${v}`),
+    "",
+    "## Commands",
+    "",
+    "```",
+    ...Object.entries(commands).flatMap(([k, v]) => [`# ${k}`, ...v]),
+    "```",
+    "",
+  ];
+}

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { allowedCpus, describeCpus, gitState, hasTaskset, machineBusy, machineInfo, type CpuSet, type MachineInfo } from "../lib/machine.js";
 import { alternate, describePoint, DISTURBED, measureOnce, measurePoint, quietHelp, quietOptions, quietSettings, wholeNumber, type Measured } from "../lib/measure.js";
-import { fmtInt, fmtMs, markdownTable, textTable, writeResults } from "../lib/results.js";
+import { fmtInt, fmtMs, markdownTable, textTable, writeResults, targetsAndCommands } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer, type RunningServer } from "../lib/server.js";
 import { spread, type Spread } from "../lib/stats.js";
@@ -405,16 +405,7 @@ function markdown(data: CoreData): string {
     `- **disturbed**: rounds during which other processes used more than ${DISTURBED} cores (busy CPU time not`,
     "  explained by the servers, wrk or the harness).",
     "",
-    "## Targets",
-    "",
-    ...verdicts(summaries, connections).map((v) => `- ${v}`),
-    "",
-    "## Commands",
-    "",
-    "```",
-    ...Object.entries(commands).flatMap(([k, v]) => [`# ${k}`, ...v]),
-    "```",
-    "",
+    ...targetsAndCommands(verdicts(summaries, connections), commands),
   ];
   return lines.join("\n");
 }

@@ -14,7 +14,7 @@ import { gitState, machineBusy, machineInfo, waitQuiet, type MachineInfo } from 
 import { alternate, describePoint, DISTURBED, measureOnce, measurePoint, quietHelp, quietOptions, quietSettings, summarise, SUMMARY_ALIGN, SUMMARY_HEADERS, summaryCells, wholeNumber, type Measured, type QuietSettings, type Summary } from "../lib/measure.js";
 import { descendants } from "../lib/proctree.js";
 import { metricValue, scrape } from "../lib/metrics.js";
-import { fmtMs, markdownTable, textTable, writeResults } from "../lib/results.js";
+import { fmtMs, markdownTable, textTable, writeResults, targetsAndCommands } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer, type RunningServer } from "../lib/server.js";
 import { spread, type Spread } from "../lib/stats.js";
@@ -275,16 +275,7 @@ function markdown(data: IsolationData): string {
     "- **server CPU**: cores used by the server, its worker threads and its worker processes (median over rounds).",
     "- **recovery**: from the kill to the first 200 answer; **init() ms**: the replacement's init(), from its gauge.",
     "",
-    "## Targets",
-    "",
-    ...verdicts(data).map((v) => `- ${v}`),
-    "",
-    "## Commands",
-    "",
-    "```",
-    ...Object.entries(data.commands).flatMap(([k, v]) => [`# ${k}`, ...v]),
-    "```",
-    "",
+    ...targetsAndCommands(verdicts(data), data.commands),
   ].join("\n");
 }
 

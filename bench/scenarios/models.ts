@@ -20,7 +20,7 @@ import { gitState, machineBusy, machineInfo, type MachineInfo } from "../lib/mac
 import { alternate, describePoint, measureOnce, measurePoint, quietHelp, quietOptions, quietSettings, summarise, SUMMARY_ALIGN, SUMMARY_HEADERS, summaryCells, wholeNumber, type Measured, type QuietSettings, type Summary } from "../lib/measure.js";
 import { cacheDir, ensureMlp } from "../lib/peers.js";
 import { treeMemory, type TreeMemory } from "../lib/proctree.js";
-import { markdownTable, textTable, writeResults } from "../lib/results.js";
+import { markdownTable, textTable, writeResults, targetsAndCommands } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer, type RunningServer, type ServerSpec } from "../lib/server.js";
 import { requireWrk, wrkVersion, type WrkOptions } from "../lib/wrk.js";
@@ -330,16 +330,7 @@ function markdown(data: ModelsData): string {
     "",
     markdownTable(HEADERS, rows(data), ALIGN),
     "",
-    "## Targets",
-    "",
-    ...verdicts(data).map((v) => `- ${v}`),
-    "",
-    "## Commands",
-    "",
-    "```",
-    ...Object.entries(data.commands).flatMap(([k, v]) => [`# ${k}`, ...v]),
-    "```",
-    "",
+    ...targetsAndCommands(verdicts(data), data.commands),
   ].join("\n");
 }
 

@@ -13,7 +13,7 @@ import { gitState, machineBusy, machineInfo, type MachineInfo } from "../lib/mac
 import { alternate, describePoint, measureOnce, measurePoint, quietHelp, quietOptions, quietSettings, summarise, SUMMARY_ALIGN, SUMMARY_HEADERS, summaryCells, wholeNumber, type Measured, type QuietSettings, type Summary } from "../lib/measure.js";
 import { metricValue, scrape } from "../lib/metrics.js";
 import { ensureMlp, nodeVersions } from "../lib/peers.js";
-import { markdownTable, textTable, writeResults } from "../lib/results.js";
+import { markdownTable, textTable, writeResults, targetsAndCommands } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer, type RunningServer } from "../lib/server.js";
 import { spread, type Spread } from "../lib/stats.js";
@@ -194,16 +194,7 @@ function markdown(data: OnnxLightData): string {
     "",
     "- **mean batch**: shoal_stage_batch_size_sum / _count over each Shoal point (median over rounds).",
     "",
-    "## Targets",
-    "",
-    ...verdicts(data).map((v) => `- ${v}`),
-    "",
-    "## Commands",
-    "",
-    "```",
-    ...Object.entries(data.commands).flatMap(([k, v]) => [`# ${k}`, ...v]),
-    "```",
-    "",
+    ...targetsAndCommands(verdicts(data), data.commands),
   ].join("\n");
 }
 
