@@ -150,7 +150,7 @@ export class V2Handler implements Delegate {
         }
         then(body as Record<string, unknown>);
       },
-      () => sendError(res, requestId, new ShoalError("BODY_TOO_LARGE", `the limit is ${CONTROL_BODY_BYTES} bytes`), { connection: "close" }),
+      (close) => sendError(res, requestId, new ShoalError("BODY_TOO_LARGE", `the limit is ${CONTROL_BODY_BYTES} bytes`), close ? { connection: "close" } : undefined),
     );
   }
 }

@@ -6,32 +6,51 @@ export interface Body {
   transfer: ArrayBuffer[] | undefined;
 }
 
+// Past the limit, the rest of a body is read and dropped, up to this many more bytes (or the limit,
+// if larger) and for this long, before the 413 is sent anyway and the connection closed.
+const DISCARD_BYTES = 1024 * 1024;
+const DISCARD_MS = 2000;
+
 /**
- * Reads a request body of at most `limit` bytes. Calls `tooLarge` instead of `done` as soon as the
- * body is known to be over the limit (from `content-length` or while streaming) and stops
- * collecting, so an oversized body is never buffered.
+ * Reads a request body of at most `limit` bytes. A body over the limit is never buffered: once it
+ * is known to be too large (from `content-length` or while streaming), the rest is dropped as it
+ * arrives, and `tooLarge` is called when the body ends. Answering earlier would close the
+ * connection under a client still sending, and many clients would then see a reset instead of the
+ * 413. A body too large to wait for (past the bounds above) gets `tooLarge(true)`: answer it and
+ * close the connection.
  */
-export function readBody(req: IncomingMessage, limit: number, done: (body: Body) => void, tooLarge: () => void): void {
+export function readBody(req: IncomingMessage, limit: number, done: (body: Body) => void, tooLarge: (close: boolean) => void): void {
   const declared = req.headers["content-length"] === undefined ? -1 : Number(req.headers["content-length"]);
-  if (declared > limit) {
-    tooLarge();
+  const spare = Math.max(limit, DISCARD_BYTES);
+  if (declared > limit + spare) {
+    tooLarge(true);
     return;
   }
   const chunks: Buffer[] = [];
   let size = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const refuse = (close: boolean) => {
+    clearTimeout(timer);
+    req.removeListener("data", onData);
+    req.removeListener("end", onEnd);
+    req.removeListener("close", stop);
+    tooLarge(close);
+  };
+  const stop = () => clearTimeout(timer);
   const onData = (chunk: Buffer) => {
     size += chunk.length;
-    if (size > limit) {
-      req.removeListener("data", onData);
-      req.removeListener("end", onEnd);
-      tooLarge();
-      return;
-    }
-    chunks.push(chunk);
+    if (timer !== undefined) {
+      if (size > limit + spare) refuse(true);
+    } else if (size > limit) {
+      chunks.length = 0;
+      timer = setTimeout(() => refuse(true), DISCARD_MS);
+    } else chunks.push(chunk);
   };
-  const onEnd = () => done(assemble(chunks, size));
+  const onEnd = () => (timer === undefined ? done(assemble(chunks, size)) : refuse(false));
+  if (declared > limit) timer = setTimeout(() => refuse(true), DISCARD_MS);
   req.on("data", onData);
   req.on("end", onEnd);
+  req.on("close", stop);
 }
 
 // The body gets an ArrayBuffer of its own, exactly its size, which then moves to the worker. A

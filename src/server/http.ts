@@ -150,9 +150,9 @@ export class HttpFront {
         if (body.bytes.byteLength === 0) this.#refuse(route, arrival, res, requestId, new ShoalError("EMPTY_BODY", "empty request body"));
         else this.#accept(route, req, res, requestId, arrival, body.bytes, body.transfer, admit);
       },
-      () => {
+      (close) => {
         const error = new ShoalError("BODY_TOO_LARGE", `the limit is ${this.#config.maxRequestSize} bytes`);
-        this.#refuse(route, arrival, res, requestId, error, { connection: "close" });
+        this.#refuse(route, arrival, res, requestId, error, close ? { connection: "close" } : undefined);
       },
     );
   }
