@@ -192,3 +192,45 @@ describe("shoal serve with Silero VAD: a batch axis that is not the first, and a
     assertError(reply, 422, "request validation error: input 'h' has 2 rows along axis 1 where input 'input' has 1");
   });
 });
+
+describe("ONNX runs still under way when a worker is stopped", () => {
+  const models = new ModelDir();
+  let model: string;
+  // Rows enough for one run to take well over 100 ms on one core.
+  const big = () => ({ input: { data: new Array(256 * 512).fill(0.5), shape: [256, 512] } });
+  const small = () => ({ input: [new Array(512).fill(0.5)] });
+
+  before(() => {
+    model = models.mlp("wide", { inputs: 512, hidden: 2048, layers: 2, outputs: 16 });
+  });
+  after(() => models.remove());
+
+  test("a run that overruns the forward timeout is a 408; its worker is replaced and ends after the run, the server serving on", async () => {
+    const server = await serveModel(model, ["--num", "1", "--timeout", "40", "--intra-op-threads", "1"]);
+    try {
+      assertError(await post(`${server.url}/inference`, big()), 408, /^(request|forward) timeout: /);
+      await server.waitForLog((l) => l.msg === "forward() overran its timeout; replacing the worker", 10_000);
+      // The replacement serves a small request within the deadline once it is up.
+      let ok = false;
+      for (let attempt = 0; attempt < 60 && !ok; attempt++) {
+        const reply = await post(`${server.url}/inference`, small());
+        ok = reply.status === 200;
+        if (!ok) await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      assert.ok(ok, `the server answers again after the overrun\n${server.describe()}`);
+    } finally {
+      assert.equal(await server.stop(), 0, server.describe());
+    }
+  });
+
+  test("SIGTERM while runs are under way: the server waits for them and exits 0", async () => {
+    const server = await serveModel(model, ["--num", "2", "--timeout", "20000", "--intra-op-threads", "1"]);
+    // Clients that give up at once: their runs go on in the workers after the drain.
+    const controllers = [0, 1, 2, 3].map(() => new AbortController());
+    const requests = controllers.map((c) => fetch(`${server.url}/inference`, { method: "POST", body: JSON.stringify(big()), headers: { "content-type": "application/json" }, signal: c.signal }).catch(() => undefined));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (const c of controllers) c.abort();
+    await Promise.all(requests);
+    assert.equal(await server.stop(), 0, server.describe());
+  });
+});

@@ -257,9 +257,9 @@ export class ModelPool implements PoolOwner {
     return undefined;
   }
 
-  /** Stops every worker. */
-  close(): void {
-    this.pool.close();
+  /** Stops every worker once what it runs is done; resolves when all have exited. */
+  close(): Promise<void> {
+    return this.pool.close();
   }
 
   /** Hands queued requests to free workers that have their model, until none can take more. */

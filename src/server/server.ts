@@ -194,7 +194,7 @@ export class Server {
     try {
       await Promise.all([...stages.map((s) => s.pool.start()), modelPool?.start()]);
     } catch (err) {
-      for (const pool of pools) pool.close();
+      await Promise.all(pools.map((pool) => pool.close()));
       await front.close();
       throw err;
     }
@@ -225,8 +225,7 @@ export class Server {
       }
       return ok;
     } finally {
-      for (const stage of stages) stage.pool.close();
-      modelPool?.close();
+      await Promise.all([...stages.map((stage) => stage.pool.close()), modelPool?.close()]);
     }
   }
 
@@ -243,7 +242,7 @@ export class Server {
     });
   }
 
-  #handleSignals(front: HttpFront, pools: { close(): void }[], config: ServerConfig, logger: Logger): void {
+  #handleSignals(front: HttpFront, pools: { close(): Promise<void> }[], config: ServerConfig, logger: Logger): void {
     let stopping = false;
     const stop = async (signal: NodeJS.Signals) => {
       if (stopping) {
@@ -253,7 +252,7 @@ export class Server {
       stopping = true;
       logger.info({ signal, inFlight: front.inFlight }, "draining");
       await front.drain(config.timeoutMs);
-      for (const pool of pools) pool.close();
+      await Promise.all(pools.map((pool) => pool.close()));
       await front.close();
       logger.info("stopped");
       process.exit(0);

@@ -13,7 +13,12 @@ export interface ChannelEvents {
  */
 export interface Channel {
   send(message: ToWorker, transfer: ArrayBuffer[]): void;
-  /** Stops the worker at once, even inside a synchronous `forward()`. */
+  /** Asks the worker to end once its work under way is done (it answers `stopping`, then exits). */
+  stop(): void;
+  /**
+   * Stops the worker at once, even inside a synchronous `forward()`. Not safe for a thread inside
+   * a native call that is still running: the pool asks with `stop()` first.
+   */
   terminate(): void;
 }
 

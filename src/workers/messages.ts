@@ -87,6 +87,19 @@ export interface UnloadMessage {
   model: string;
 }
 
+/**
+ * Coordinator to worker: end once the work under way has finished. The worker answers `stopping`
+ * at once, then exits.
+ */
+export interface StopMessage {
+  kind: "stop";
+}
+
+/** Worker to coordinator: a `stop` was read; the worker exits when its work under way is done. */
+export interface StoppingMessage {
+  kind: "stopping";
+}
+
 /** Model host to coordinator: the instance is loaded, with the V2 metadata of its tensors. */
 export interface LoadedMessage {
   kind: "loaded";
@@ -153,5 +166,5 @@ export interface FatalMessage {
   error: WireError;
 }
 
-export type ToWorker = BatchMessage | LoadMessage | UnloadMessage;
-export type FromWorker = ReadyMessage | ResultMessage | LogMessage | MetricsMessage | FatalMessage | LoadedMessage | LoadFailedMessage;
+export type ToWorker = BatchMessage | LoadMessage | UnloadMessage | StopMessage;
+export type FromWorker = ReadyMessage | ResultMessage | LogMessage | MetricsMessage | FatalMessage | LoadedMessage | LoadFailedMessage | StoppingMessage;

@@ -55,6 +55,10 @@ class WorkerHandle {
   /** Set when the worker failed to start, with the reason. */
   fatal: WireError | undefined;
   channel!: Channel;
+  /** Set once the worker was asked to stop: resolves when it has exited. */
+  exited: Promise<void> | undefined;
+  onExit: (() => void) | undefined;
+  stopTimer: NodeJS.Timeout | undefined;
 
   constructor(readonly workerId: number) {}
 }
@@ -62,6 +66,11 @@ class WorkerHandle {
 // Back-off for workers that keep failing at start-up: 100 ms, doubling, at most 10 s.
 const BACKOFF_FIRST_MS = 100;
 const BACKOFF_MAX_MS = 10_000;
+// A worker asked to stop that has not said `stopping` by then is busy in synchronous code: ending
+// it by force is safe. One that has said it gets the forward timeout, at least STOP_MIN_MS, to
+// finish what it runs.
+const STOP_ANSWER_MS = 1000;
+const STOP_MIN_MS = 5000;
 
 /**
  * The `num` workers of one stage: spawns them, hands a batch to a free one, enforces the
@@ -151,10 +160,26 @@ export class Pool {
     if (handle !== undefined && (handle.state === "idle" || handle.state === "busy")) handle.channel.send(message, []);
   }
 
-  /** Stops every worker. */
-  close(): void {
+  /** Stops every worker once what it runs is done; resolves when all have exited. */
+  async close(): Promise<void> {
     this.#closing = true;
-    for (const handle of this.#handles.values()) handle.channel.terminate();
+    await Promise.all([...this.#handles.values()].map((handle) => this.#stop(handle)));
+  }
+
+  /**
+   * Asks a worker to end after its work under way, and ends it by force if it does not answer or
+   * takes too long. It is not ended outright: a thread ended inside a native call that is still
+   * running (an ONNX Runtime session's run) takes the whole process down with it.
+   */
+  #stop(handle: WorkerHandle): Promise<void> {
+    if (handle.exited !== undefined) return handle.exited;
+    handle.exited = new Promise((resolve) => (handle.onExit = resolve));
+    if (handle.state === "gone") handle.onExit!();
+    else {
+      handle.channel.stop();
+      handle.stopTimer = setTimeout(() => handle.channel.terminate(), STOP_ANSWER_MS);
+    }
+    return handle.exited;
   }
 
   #spawn(workerId: number, startup?: { ready(): void; failed(reason: string): void }): void {
@@ -178,8 +203,16 @@ export class Pool {
   }
 
   #onMessage(handle: WorkerHandle, message: FromWorker, startup?: { ready(): void }): void {
+    if (message.kind === "stopping") {
+      clearTimeout(handle.stopTimer);
+      handle.stopTimer = setTimeout(() => handle.channel.terminate(), Math.max(this.#options.timeoutMs, STOP_MIN_MS));
+      return;
+    }
+    // A replaced worker still finishing its last call: only its logs matter now.
+    if (this.#handles.get(handle.workerId) !== handle && message.kind !== "log") return;
     switch (message.kind) {
       case "ready":
+        if (this.#closing) return;
         handle.state = "idle";
         handle.contentType = message.contentType;
         this.declared = message;
@@ -225,13 +258,23 @@ export class Pool {
     const ms = this.#options.timeoutMs;
     this.#log.warn({ worker: handle.workerId, batch: tasks.length, timeoutMs: ms }, "forward() overran its timeout; replacing the worker");
     this.#owner.onBatchLost(tasks, new ShoalError("FORWARD_TIMEOUT", `forward() did not finish within ${ms} ms`));
-    handle.channel.terminate();
+    // The replacement starts now; the old worker is stopped beside it (see #stop).
+    this.#handles.delete(handle.workerId);
+    void this.#stop(handle);
+    this.#options.metrics.workerReport(handle.workerId, undefined);
+    this.#options.metrics.restart();
+    this.#owner.onWorkerGone?.(handle.workerId);
+    if (!this.#closing) this.#spawn(handle.workerId);
   }
 
   #onExit(handle: WorkerHandle, reason: string, startup?: { failed(reason: string): void }): void {
     const wasStarting = handle.state === "starting";
     handle.state = "gone";
     clearTimeout(handle.timer);
+    clearTimeout(handle.stopTimer);
+    handle.onExit?.();
+    // A worker replaced after an overrun: its successor holds the id now.
+    if (this.#handles.get(handle.workerId) !== handle) return;
     this.#handles.delete(handle.workerId);
     this.#options.metrics.workerReport(handle.workerId, undefined);
     const at = this.#idle.indexOf(handle);

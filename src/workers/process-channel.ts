@@ -57,12 +57,17 @@ class ProcessChannel implements Channel {
       // A value MessagePack cannot carry (a cycle, say) fails its batch, not the worker. The
       // answer comes on a later tick, as a worker's would.
       if (message.kind === "batch") queueMicrotask(() => this.#events.message({ kind: "result", seq: message.seq, error: errorToWire(err, "ENCODING") }));
-      else queueMicrotask(() => this.#events.message({ kind: "loadFailed", model: message.model, error: errorToWire(err, "ENCODING") }));
+      else if (message.kind === "load") queueMicrotask(() => this.#events.message({ kind: "loadFailed", model: message.model, error: errorToWire(err, "ENCODING") }));
       return;
     }
     if (message.kind === "batch") this.#pending = { seq: message.seq, size: message.items.length };
     // The pool sends batches only to a worker that said ready, so the socket is there.
     this.#socket!.write(frame);
+  }
+
+  stop(): void {
+    if (this.#socketOpen) this.send({ kind: "stop" });
+    else this.terminate();
   }
 
   terminate(): void {
@@ -122,7 +127,7 @@ class ProcessChannel implements Channel {
     }
     for (const message of messages) {
       if (this.#reason !== "") return;
-      if (message.kind === "boot" || message.kind === "batch" || message.kind === "load" || message.kind === "unload") {
+      if (message.kind === "boot" || message.kind === "batch" || message.kind === "load" || message.kind === "unload" || message.kind === "stop") {
         this.#fail(`a worker sent a ${message.kind} frame`);
       } else if (message.kind === "result") {
         const result = this.#result(message);

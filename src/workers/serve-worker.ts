@@ -17,38 +17,41 @@ export interface WorkerLink {
 /**
  * The worker side of a stage, whatever the link: imports the server's module to find its
  * Worker class, starts it, reports ready (or fatal, and exits), then runs batches from the
- * coordinator one at a time.
+ * coordinator one at a time, until it is told to stop.
  */
 export async function serveWorker(boot: WorkerBoot, link: WorkerLink): Promise<void> {
+  const work = new Work(link);
   if (boot.host) {
-    await serveModels(boot, link);
+    await serveModels(boot, link, work);
     return;
   }
+  let runtime: WorkerRuntime;
   try {
-    const runtime = await start(boot, (message) => link.post(message, []));
-    link.onMessage(async (batch) => {
-      if (batch.kind !== "batch") return;
-      try {
-        const { message, transfer } = await runtime.run(batch);
-        link.post(message, transfer);
-      } catch (err) {
-        // A result the link cannot carry (a function, a cycle) fails its batch, not the worker.
-        link.post({ kind: "result", seq: batch.seq, error: errorToWire(err, "SERVER") }, []);
-      }
-    });
-    link.post(runtime.ready, []);
+    runtime = await work.track(start(boot, (message) => link.post(message, [])));
   } catch (err) {
     link.post({ kind: "fatal", error: errorToWire(err, "SERVER") }, []);
     link.exit(1);
+    return;
   }
+  work.serve(async (batch) => {
+    if (batch.kind !== "batch") return;
+    try {
+      const { message, transfer } = await runtime.run(batch);
+      link.post(message, transfer);
+    } catch (err) {
+      // A result the link cannot carry (a function, a cycle) fails its batch, not the worker.
+      link.post({ kind: "result", seq: batch.seq, error: errorToWire(err, "SERVER") }, []);
+    }
+  });
+  link.post(runtime.ready, []);
 }
 
 // A worker of the shared model pool: ready at once, then loads, unloads and runs what it is told.
 // Its code is imported only here, so that a stage's worker does not load the V2 codecs.
-async function serveModels(boot: WorkerBoot, link: WorkerLink): Promise<void> {
+async function serveModels(boot: WorkerBoot, link: WorkerLink, work: Work): Promise<void> {
   const { ModelHost } = await import("./model-host.js");
   const host = new ModelHost(boot.workerId, (message) => link.post(message, []));
-  link.onMessage(async (message) => {
+  work.serve(async (message) => {
     try {
       const reply = await host.receive(message);
       if (reply !== undefined) link.post(reply.message, reply.transfer);
@@ -58,6 +61,49 @@ async function serveModels(boot: WorkerBoot, link: WorkerLink): Promise<void> {
     }
   });
   link.post({ kind: "ready", contentType: "application/json" }, []);
+}
+
+/**
+ * The work under way in a worker (start-up, and each message being handled), so that a `stop`
+ * ends the worker only once all of it is done. Ending a thread while a native call it started
+ * is still running (an ONNX Runtime session's run or load) aborts the whole process.
+ */
+class Work {
+  readonly #pending = new Set<Promise<unknown>>();
+  #handle: ((message: ToWorker) => Promise<void>) | undefined;
+  #stopping = false;
+
+  constructor(readonly link: WorkerLink) {
+    // Listening from the start, so that a stop sent during start-up is answered at once.
+    link.onMessage((message) => {
+      if (message.kind === "stop") this.#stop();
+      // An error no handler caught ends the worker, as an uncaught exception does.
+      else if (this.#handle !== undefined) this.track(this.#handle(message)).catch((err: unknown) => setImmediate(() => { throw err; }));
+    });
+  }
+
+  /** Handles each message but `stop` with `handle`, from now on. */
+  serve(handle: (message: ToWorker) => Promise<void>): void {
+    this.#handle = handle;
+  }
+
+  /** Counts `task` as work under way until it settles. */
+  track<T>(task: Promise<T>): Promise<T> {
+    this.#pending.add(task);
+    const done = () => this.#pending.delete(task);
+    task.then(done, done);
+    return task;
+  }
+
+  #stop(): void {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    this.link.post({ kind: "stopping" }, []);
+    const settle = async () => {
+      while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+    };
+    void settle().then(() => this.link.exit(0));
+  }
 }
 
 async function start(boot: WorkerBoot, send: (message: FromWorker) => void): Promise<WorkerRuntime> {

@@ -25,6 +25,7 @@ export const threadChannel: ChannelFactory = (boot, env, events) => {
   thread.on("exit", (code) => events.exit(reason || `exited with code ${code}`));
   return {
     send: (message, transfer) => thread.postMessage(message, transfer),
+    stop: () => thread.postMessage({ kind: "stop" }),
     terminate: () => void thread.terminate(),
   };
 };

@@ -45,6 +45,7 @@ export const KIND = {
   batch: 0x02,
   load: 0x03,
   unload: 0x04,
+  stop: 0x05,
   ready: 0x81,
   result: 0x82,
   log: 0x83,
@@ -52,6 +53,7 @@ export const KIND = {
   fatal: 0x85,
   loaded: 0x86,
   loadFailed: 0x87,
+  stopping: 0x88,
 } as const satisfies Record<WireMessage["kind"], number>;
 
 /** Header flag bits. Senders leave the others 0; receivers ignore them. */
@@ -194,6 +196,9 @@ function toMessage(kind: WireMessage["kind"], flags: number, seq: number, fields
       expect(fields, where, { model: "string" });
       checkError(fields.error, `${where}: error`);
       return { ...fields, kind } as FromWorker;
+    case "stop":
+    case "stopping":
+      return { kind };
   }
 }
 

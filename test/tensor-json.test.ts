@@ -1,0 +1,106 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { toNested, type TensorValue } from "shoal/onnx";
+import { tensorsToJson } from "../src/runtimes/tensor-json.js";
+
+const text = (tensors: Record<string, TensorValue>) => Buffer.from(tensorsToJson(tensors)).toString("utf8");
+const f32 = (values: number[], shape = [values.length]): TensorValue => ({ type: "float32", shape, data: Float32Array.from(values) });
+
+/** The fewest significant digits that read back as the float32 `v`, found the slow way. */
+function shortestDigits(v: number): number {
+  for (let p = 1; p <= 9; p++) if (Math.fround(Number(v.toPrecision(p))) === v) return p;
+  return 9;
+}
+
+function significantDigits(written: string): number {
+  const mantissa = written.replace(/^-/, "").replace(/e.*$/, "").replace(".", "");
+  return mantissa.replace(/^0+/, "").replace(/0+$/, "").length || 1;
+}
+
+describe("tensors as JSON", () => {
+  test("every float32 reads back as itself, in its shortest digits, laid out as JavaScript writes numbers", () => {
+    const bits = new Uint32Array(1);
+    const value = new Float32Array(bits.buffer);
+    const values: number[] = [];
+    // Bit patterns spread over every exponent, subnormals included.
+    for (let i = 0; i < 60_000; i++) {
+      bits[0] = (Math.random() * 2 ** 32) >>> 0;
+      if (Number.isFinite(value[0]!)) values.push(value[0]!);
+    }
+    // Values near 1, where models' outputs live.
+    for (let i = 0; i < 20_000; i++) values.push(Math.fround((Math.random() - 0.5) * 8));
+    const written = JSON.parse(text({ v: f32(values) })).v as number[];
+    const raw = text({ v: f32(values) }).slice(6, -2).split(",");
+    assert.equal(written.length, values.length);
+    values.forEach((v, i) => {
+      assert.equal(Math.fround(written[i]!), v, `${v} was written as ${raw[i]}`);
+      assert.equal(raw[i], String(written[i]), `${raw[i]} is not laid out as JavaScript writes ${written[i]}`);
+      if (v !== 0) assert.equal(significantDigits(raw[i]!), shortestDigits(Math.abs(v)), `${v} was written as ${raw[i]}`);
+    });
+  });
+
+  test("float32 examples: short decimals, powers of ten at the layout's edges, zero, NaN and infinities", () => {
+    const cases: [number, string][] = [
+      [0.1, "0.1"],
+      [-0.3, "-0.3"],
+      [0.5, "0.5"],
+      [1, "1"],
+      [100, "100"],
+      [123456789, "123456790"],
+      [16777216, "16777216"],
+      [0.000001, "0.000001"],
+      [1.5e-7, "1.5e-7"],
+      [1e-8, "1e-8"],
+      [1e20, "100000000000000000000"],
+      [1e21, "1e+21"],
+      [3.4e38, "3.4e+38"],
+      [1e-45, "1e-45"],
+      [0, "0"],
+      [-0, "0"],
+      [NaN, "null"],
+      [Infinity, "null"],
+      [-Infinity, "null"],
+    ];
+    const got = text({ v: f32(cases.map(([v]) => v)) });
+    assert.equal(got, `{"v":[${cases.map(([, t]) => t).join(",")}]}`);
+  });
+
+  test("other element types write what JSON.stringify writes of their nested arrays", () => {
+    const tensors: Record<string, TensorValue> = {
+      f64: { type: "float64", shape: [2, 2], data: Float64Array.from([0.1, -1e-300, Math.PI, NaN]) },
+      i8: { type: "int8", shape: [3], data: Int8Array.from([-128, 0, 127]) },
+      u8: { type: "uint8", shape: [2], data: Uint8Array.from([0, 255]) },
+      i16: { type: "int16", shape: [2], data: Int16Array.from([-32768, 32767]) },
+      u16: { type: "uint16", shape: [1], data: Uint16Array.from([65535]) },
+      i32: { type: "int32", shape: [1, 3], data: Int32Array.from([-(2 ** 31), 7, 2 ** 31 - 1]) },
+      u32: { type: "uint32", shape: [2], data: Uint32Array.from([0, 2 ** 32 - 1]) },
+      i64: { type: "int64", shape: [2], data: BigInt64Array.from([-(2n ** 53n), 9007199254740993n]) },
+      u64: { type: "uint64", shape: [1], data: BigUint64Array.from([2n ** 64n - 1n]) },
+      bool: { type: "bool", shape: [2, 1], data: Uint8Array.from([1, 0]) },
+    };
+    const expected = JSON.stringify(Object.fromEntries(Object.entries(tensors).map(([name, t]) => [name, toNested(t)])));
+    assert.equal(text(tensors), expected);
+  });
+
+  test("shapes: scalars, empty dimensions and deep nesting", () => {
+    assert.equal(text({ s: f32([2.5], []) }), '{"s":2.5}');
+    assert.equal(text({ e: f32([], [0]) }), '{"e":[]}');
+    assert.equal(text({ e: f32([], [2, 0]) }), '{"e":[[],[]]}');
+    assert.equal(text({ d: f32([1, 2, 3, 4, 5, 6, 7, 8], [2, 2, 2]) }), '{"d":[[[1,2],[3,4]],[[5,6],[7,8]]]}');
+    assert.equal(text({}), "{}");
+  });
+
+  test("names are JSON strings, escaped and in UTF-8", () => {
+    const got = text({ 'a"b\\c': f32([1]), "ünïcode ✓": f32([2]) });
+    assert.deepEqual(JSON.parse(got), { 'a"b\\c': [1], "ünïcode ✓": [2] });
+  });
+
+  test("a large tensor grows the buffer, and each answer has bytes of its own", () => {
+    const big = f32(Array.from({ length: 100_000 }, (_, i) => i / 7));
+    const first = tensorsToJson({ big });
+    const second = tensorsToJson({ small: f32([1]) });
+    assert.equal((JSON.parse(Buffer.from(first).toString()) as { big: number[] }).big.length, 100_000);
+    assert.equal(Buffer.from(second).toString(), '{"small":[1]}');
+    assert.equal(first.byteLength, first.buffer.byteLength);
+  });
+});
