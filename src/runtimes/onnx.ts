@@ -7,9 +7,10 @@ import { availableParallelism } from "node:os";
 import { basename } from "node:path";
 import type { InferenceSession, Tensor } from "onnxruntime-node";
 import { json, msgpack, type Codec } from "../codecs.js";
+import { tensorsToJson } from "./tensor-json.js";
 import { ValidationError } from "../errors.js";
 import { Worker, type RequestMeta, type WorkerClass } from "../worker.js";
-import { ARRAY_OF, concat, formatShape, isDynamic, isTensorType, readTensor, sameTensor, split, toNested, type TensorSpec, type TensorValue, type TypedArray } from "./tensor.js";
+import { ARRAY_OF, concat, formatShape, isDynamic, isTensorType, readTensor, sameTensor, split, type TensorSpec, type TensorValue, type TypedArray } from "./tensor.js";
 
 export { concat, split, readTensor, toNested, formatShape, type TensorSpec, type TensorType, type TensorValue, type TypedArray } from "./tensor.js";
 
@@ -131,16 +132,16 @@ export class OnnxWorker extends Worker {
   }
 
   /**
-   * Writes one field per output: nested arrays in JSON; in MessagePack `{ data, shape, type }`
-   * with `data` the raw little-endian bytes (`bin`).
+   * Writes one field per output: nested arrays in JSON (float32 in its shortest digits, see
+   * tensor-json.ts); in MessagePack `{ data, shape, type }` with `data` the raw little-endian
+   * bytes (`bin`).
    */
   override encode(output: unknown, meta?: RequestMeta): Uint8Array {
-    const codec = codecFor(meta);
+    const tensors = output as Tensors;
+    if (codecFor(meta) !== msgpack) return tensorsToJson(tensors);
     const body: Record<string, unknown> = {};
-    for (const [name, tensor] of Object.entries(output as Tensors)) {
-      body[name] = codec === msgpack ? { data: tensor.data, shape: tensor.shape, type: tensor.type } : toNested(tensor);
-    }
-    return codec.encode(body);
+    for (const [name, tensor] of Object.entries(tensors)) body[name] = { data: tensor.data, shape: tensor.shape, type: tensor.type };
+    return msgpack.encode(body);
   }
 
   /** The response's content-type: the request's format. */
