@@ -8,9 +8,11 @@
  * Unpinned: the servers need both cores for their 2 workers; wrk is light next to the model.
  */
 import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { pack } from "msgpackr";
 import { pinned } from "../lib/machine.js";
-import { ensureMlp, ensurePeers, mlserverSpec, mosecSpec } from "../lib/peers.js";
+import { cacheDir, ensureMlp, ensurePeers, mlserverSpec, mosecSpec } from "../lib/peers.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { spread } from "../lib/stats.js";
 import { peakRps, report, sweep, sweepOptions, sweepSettings, wantsPeers, type Contender } from "../lib/sweep.js";
@@ -47,18 +49,33 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const probe = { path: "/inference", body, check: (t: string) => outputs((JSON.parse(t) as { output?: unknown }).output) };
   const peerEnv = { BENCH_MODEL: model, BENCH_NUM: String(WORKERS), BENCH_MAX_BATCH: String(MAX_BATCH), BENCH_MAX_WAIT_MS: String(MAX_WAIT_MS), BENCH_INTRA_OP_THREADS: String(THREADS) };
   const batching = `${WORKERS} workers × ${THREADS} intra-op thread, max batch ${MAX_BATCH}, wait ${MAX_WAIT_MS} ms`;
+  // Shoal's binary alternative: the same row as raw little-endian float32 bytes in MessagePack,
+  // and the answer's rows likewise.
+  const binaryFile = join(cacheDir(root), `model-${size}-request.msgpack`);
+  writeFileSync(binaryFile, pack({ input: { data: new Uint8Array(Float32Array.from(input).buffer), shape: [1, shape.inputs], type: "float32" } }));
+  const shoalSpec = {
+    script: "dist/cli/main.js",
+    args: ["serve", model, "--num", String(WORKERS), "--intra-op-threads", String(THREADS), "--max-batch-size", String(MAX_BATCH), "--max-wait-ms", String(MAX_WAIT_MS), "--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json"],
+    probe,
+    startTimeoutMs: 120_000,
+  };
   const contenders: Contender[] = [
     {
       name: "shoal",
-      config: `\`shoal serve ${model}\` (shoal/onnx), ${batching}`,
-      spec: {
-        script: "dist/cli/main.js",
-        args: ["serve", model, "--num", String(WORKERS), "--intra-op-threads", String(THREADS), "--max-batch-size", String(MAX_BATCH), "--max-wait-ms", String(MAX_WAIT_MS), "--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json"],
-        probe,
-        startTimeoutMs: 120_000,
-      },
+      config: `\`shoal serve ${model}\` (shoal/onnx), ${batching}; JSON in and out, like the peers`,
+      spec: shoalSpec,
       path: "/inference",
       body,
+      batchMetric: "shoal_stage_batch_size",
+    },
+    {
+      name: "shoal-mp",
+      config: `the same Shoal server, with its binary alternative: \`application/msgpack\` bodies carrying the rows as raw float32 bytes (${relative(root, binaryFile)}), answers likewise`,
+      spec: shoalSpec,
+      path: "/inference",
+      body: "",
+      lua: join("bench", "lua", "post-file.lua"),
+      wrkEnv: { WRK_BODY_FILE: binaryFile, WRK_CONTENT_TYPE: "application/msgpack" },
       batchMetric: "shoal_stage_batch_size",
     },
     {
@@ -107,7 +124,8 @@ async function run(ctx: ScenarioContext): Promise<void> {
   result.extra = { inProcessLimit: { samplesPerSec: limit, runs: limitRuns, batch: MAX_BATCH, sessions: WORKERS, threads: THREADS } };
   const shoal = peakRps(result, "shoal");
   result.headline = [
-    { what: "Shoal peak req/s / in-process limit (samples/s)", value: shoal / limit.median, goal: 0.85, unit: "%" },
+    { what: "Shoal (JSON) peak req/s / in-process limit (samples/s)", value: shoal / limit.median, goal: 0.85, unit: "%" },
+    { what: "Shoal (MessagePack, raw float32) peak req/s / in-process limit", value: peakRps(result, "shoal-mp") / limit.median, goal: 0.85, unit: "%" },
     { what: "Shoal / Mosec peak req/s", value: shoal / peakRps(result, "mosec"), goal: 1, unit: "x" },
     { what: "Shoal / MLServer peak req/s", value: shoal / peakRps(result, "mlserver"), goal: 1, unit: "x" },
     { what: "Shoal / plain node:http peak req/s", value: shoal / peakRps(result, "plain"), goal: 5, unit: "x" },
