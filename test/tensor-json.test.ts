@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { toNested, type TensorValue } from "shoal/onnx";
-import { tensorsToJson } from "../src/runtimes/tensor-json.js";
+import { shortestFloat32, tensorsToJson } from "../src/runtimes/tensor-json.js";
 
 const text = (tensors: Record<string, TensorValue>) => Buffer.from(tensorsToJson(tensors)).toString("utf8");
 const f32 = (values: number[], shape = [values.length]): TensorValue => ({ type: "float32", shape, data: Float32Array.from(values) });
@@ -63,6 +63,25 @@ describe("tensors as JSON", () => {
     ];
     const got = text({ v: f32(cases.map(([v]) => v)) });
     assert.equal(got, `{"v":[${cases.map(([, t]) => t).join(",")}]}`);
+  });
+
+  test("shortestFloat32 gives the number JavaScript prints in those same shortest digits", () => {
+    const bits = new Uint32Array(1);
+    const value = new Float32Array(bits.buffer);
+    for (let i = 0; i < 50_000; i++) {
+      bits[0] = (Math.random() * 2 ** 32) >>> 0;
+      const v = value[0]!;
+      const x = shortestFloat32(v);
+      if (!Number.isFinite(v)) {
+        assert.ok(Object.is(x, v) || (Number.isNaN(x) && Number.isNaN(v)));
+        continue;
+      }
+      assert.equal(Math.fround(x), v, `${v} became ${x}`);
+      if (v !== 0) assert.equal(significantDigits(String(x)), shortestDigits(Math.abs(v)), `${v} became ${x}`);
+      assert.equal(String(x), Buffer.from(tensorsToJson({ v: f32([v], []) })).toString().slice(5, -1), `${v}: the two writers disagree`);
+    }
+    assert.equal(shortestFloat32(Math.fround(0.1)), 0.1);
+    assert.equal(shortestFloat32(Math.fround(-2.5e-9)), -2.5e-9);
   });
 
   test("other element types write what JSON.stringify writes of their nested arrays", () => {

@@ -109,7 +109,8 @@ const SAMPLES_AS_JSON: Record<V2Datatype, unknown[]> = {
   INT64: ["-9223372036854775808", "9223372036854775807", -9007199254740991, 42],
   // 65504 as 65500 and 2^-24 as 5.96e-8: the fewest digits that read back to the same half.
   FP16: [1, -2, 0.5, 65500, 5.96e-8, "Infinity", "NaN", 0.1, 0],
-  FP32: [0.1, -2.5, 3.4028235e38, 1.4013e-45, "NaN", "Infinity", "-Infinity", 0, 16777216, 0.33333334],
+  // The smallest subnormal float32 (1.401298e-45) as 1e-45: one digit reads back to it.
+  FP32: [0.1, -2.5, 3.4028235e38, 1e-45, "NaN", "Infinity", "-Infinity", 0, 16777216, 0.33333334],
   FP64: [0.1, -1e308, 5e-324, "NaN", "-Infinity", Math.PI],
   BYTES: ["", "héllo", "日本語", "🐟 shoal"],
 };

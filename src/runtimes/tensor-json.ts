@@ -97,37 +97,8 @@ class Bytes {
       buf[this.at++] = 45;
       v = -v;
     }
-    // The decimal exponent: floor(log10(2^e2)) is it, or one less.
-    asFloat32[0] = v;
-    const e2 = (bits[0]! >>> 23) - 127;
-    let e = Math.floor(e2 * 0.3010299956639812);
-    // Far from 1 (and subnormal) the powers of ten are not exact doubles: JavaScript's own
-    // digits, cut to the shortest that still read back, are right there and rare enough.
-    if (e < -13 || e > 19 || e2 === -127) {
-      this.ascii(String(shortestByPrecision(v)));
-      return;
-    }
-    // Nine significant digits always read back as the same float32; then fewer while they do.
-    let m = Math.round(scale(v, 8 - e));
-    if (m >= 1e9) m = Math.round(scale(v, 8 - ++e));
-    let n = 9;
-    while (n > 1) {
-      const k = n - 2 - e;
-      const shorter = Math.round(scale(v, k));
-      if (Math.fround(scale(shorter, -k)) !== v) break;
-      m = shorter;
-      n--;
-      // Rounding carried into a new digit (9.9999999 -> 10.000000): one more power of ten.
-      if (m >= EXACT[n]!) {
-        m /= 10;
-        e++;
-      }
-    }
-    while (n > 1 && m % 10 === 0) {
-      m /= 10;
-      n--;
-    }
-    this.#layout(m, n, e);
+    if (findDigits(v)) this.#layout(found.digits, found.count, found.exponent);
+    else this.ascii(String(shortestByPrecision(v)));
   }
 
   // Places the n digits of m, whose first digit stands for 10^e, as JavaScript would.
@@ -172,6 +143,46 @@ class Bytes {
   }
 }
 
+/** What findDigits found: the float32 is `digits × 10^(exponent - count + 1)`, read back. */
+const found = { digits: 0, count: 0, exponent: 0 };
+
+/**
+ * Finds the fewest significant digits that read back as the float32 `v` (finite, positive) into
+ * `found`. False when `v` is subnormal or far from 1 (below 1e-13 or from 1e20 on): there the powers
+ * of ten are not exact doubles, and shortestByPrecision serves.
+ */
+function findDigits(v: number): boolean {
+  // The decimal exponent: floor(log10(2^e2)) is it, or one less.
+  asFloat32[0] = v;
+  const e2 = (bits[0]! >>> 23) - 127;
+  let e = Math.floor(e2 * 0.3010299956639812);
+  if (e < -13 || e > 19 || e2 === -127) return false;
+  // Nine significant digits always read back as the same float32; then fewer while they do.
+  let m = Math.round(scale(v, 8 - e));
+  if (m >= 1e9) m = Math.round(scale(v, 8 - ++e));
+  let n = 9;
+  while (n > 1) {
+    const k = n - 2 - e;
+    const shorter = Math.round(scale(v, k));
+    if (Math.fround(scale(shorter, -k)) !== v) break;
+    m = shorter;
+    n--;
+    // Rounding carried into a new digit (9.9999999 -> 10.000000): one more power of ten.
+    if (m >= EXACT[n]!) {
+      m /= 10;
+      e++;
+    }
+  }
+  while (n > 1 && m % 10 === 0) {
+    m /= 10;
+    n--;
+  }
+  found.digits = m;
+  found.count = n;
+  found.exponent = e;
+  return true;
+}
+
 /** The float32 `v` (finite, positive) as the shortest decimal number that reads back as it. */
 function shortestByPrecision(v: number): number {
   for (let digits = 1; digits < 9; digits++) {
@@ -179,6 +190,23 @@ function shortestByPrecision(v: number): number {
     if (Math.fround(x) === v) return x;
   }
   return Number(v.toPrecision(9));
+}
+
+/**
+ * The number with the fewest significant digits that reads back as the float32 `v`: 0.1 for
+ * `Math.fround(0.1)`, which JavaScript would print as 0.10000000149011612. For JSON written with
+ * `JSON.stringify`; NaN and ±Infinity are returned as they are.
+ */
+export function shortestFloat32(v: number): number {
+  if (v === 0 || v - v !== 0) return v;
+  const a = Math.abs(v);
+  let x: number;
+  if (findDigits(a)) {
+    // One rounding from the exact decimal, as a JSON reader's: JavaScript prints back its digits.
+    const k = found.exponent - found.count + 1;
+    x = scale(found.digits, k);
+  } else x = shortestByPrecision(a);
+  return v < 0 ? -x : x;
 }
 
 const out = new Bytes();

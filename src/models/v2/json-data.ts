@@ -14,6 +14,7 @@
  */
 import { ClientError } from "../../errors.js";
 import { formatShape, type TypedArray } from "../../runtimes/tensor.js";
+import { shortestFloat32 } from "../../runtimes/tensor-json.js";
 import { elementCount, isNumeric, typedArrayFor } from "./datatypes.js";
 import { halfToNumber, numberToHalf } from "./fp16.js";
 import type { V2Datatype } from "./types.js";
@@ -171,12 +172,11 @@ function float(value: number, write: (x: number) => number = (x) => x): number |
   return Number.isFinite(value) ? write(value) : String(value);
 }
 
-// FP32 and FP16 values are written with the fewest significant digits, trying from 6 (FP32) or 3
-// (FP16) up, that read back to the same value (9 and 5 always do), not as the longer exact double:
-// 0.1 rather than 0.10000000149011612.
+// FP32 and FP16 values are written with the fewest significant digits that read back to the same
+// value (FP32 by shortestFloat32; FP16 trying 3 and 4 digits, 5 always do), not as the longer exact
+// double: 0.1 rather than 0.10000000149011612.
 const toHalfPrecision = (x: number): number => halfToNumber(numberToHalf(x));
 const shortHalf = (x: number): number => shortest(x, toHalfPrecision, 3, 5);
-const shortFloat32 = (x: number): number => shortest(x, Math.fround, 6, 9);
 
 function bigInteger(value: bigint): number | string {
   return value >= -Number.MAX_SAFE_INTEGER && value <= Number.MAX_SAFE_INTEGER ? Number(value) : value.toString();
@@ -199,7 +199,7 @@ export function writeJsonData(where: string, datatype: V2Datatype, data: TypedAr
     case "FP16":
       return Array.from(data as Uint16Array, (bits) => float(halfToNumber(bits), shortHalf));
     case "FP32":
-      return Array.from(data as Float32Array, (x) => float(x, shortFloat32));
+      return Array.from(data as Float32Array, (x) => float(x, shortestFloat32));
     case "FP64":
       return Array.from(data as Float64Array, (x) => float(x));
     case "BYTES":
