@@ -49,6 +49,19 @@ export function pinned(cpus: CpuSet | undefined, file: string, args: readonly st
   return ["taskset", ["-c", cpus.join(","), file, ...args]];
 }
 
+/**
+ * A command line as the results show it: Node as `node`, and paths inside `cwd` (where it ran, the
+ * repository) relative to it, so that the command works from any clone.
+ */
+export function shownCommand(words: readonly string[], cwd: string | undefined): string {
+  return words.map((word) => shownPath(word === process.execPath ? "node" : word, cwd)).join(" ");
+}
+
+/** `text` with paths inside `cwd` made relative to it. */
+export function shownPath(text: string, cwd: string | undefined): string {
+  return cwd === undefined ? text : text.replaceAll(`${cwd}/`, "");
+}
+
 /** Describes a CPU set for humans: "core 0", "cores 0,1", "any core". */
 export function describeCpus(cpus: CpuSet | undefined): string {
   if (cpus === undefined) return "any core";

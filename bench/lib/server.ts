@@ -3,7 +3,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
-import { pinned, type CpuSet } from "./machine.js";
+import { pinned, shownCommand, type CpuSet } from "./machine.js";
 import { descendants, killPids } from "./proctree.js";
 
 export interface ServerSpec {
@@ -72,7 +72,7 @@ export async function startServer(spec: ServerSpec): Promise<RunningServer> {
   installExitHook();
   const scriptArgs = [spec.script, ...spec.args.map((a) => a.replaceAll("{port}", String(spec.port)))];
   const [file, argv] = pinned(spec.cpus, spec.program ?? process.execPath, spec.program === undefined ? ["--import", "tsx", ...scriptArgs] : scriptArgs);
-  const command = [file === process.execPath ? "node" : file, ...argv.map((a) => (a === process.execPath ? "node" : a))].join(" ");
+  const command = shownCommand([file, ...argv], spec.cwd);
   const child = spawn(file, argv, { cwd: spec.cwd, env: { ...process.env, ...spec.env }, stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
   const lines: string[] = [];

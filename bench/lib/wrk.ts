@@ -2,7 +2,7 @@
  * Running wrk and reading its `--latency` report.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { pinned, type CpuSet } from "./machine.js";
+import { pinned, shownCommand, type CpuSet } from "./machine.js";
 
 /** Exits the process with install instructions when wrk is not on the PATH. */
 export function requireWrk(): void {
@@ -77,7 +77,7 @@ export function runWrk(o: WrkOptions): Promise<WrkResult> {
     o.url,
   ];
   const [file, argv] = pinned(o.cpus, "wrk", args);
-  const command = [file, ...argv].join(" ");
+  const command = shownCommand([file, ...argv], o.cwd);
   return new Promise((resolve, reject) => {
     const child = spawn(file, argv, { cwd: o.cwd, env: { ...process.env, ...o.env }, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";

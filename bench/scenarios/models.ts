@@ -16,7 +16,7 @@
 import { linkSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { encodeInferenceRequest } from "../../src/models/v2/index.js";
-import { gitState, machineBusy, machineInfo, type MachineInfo } from "../lib/machine.js";
+import { gitState, machineBusy, machineInfo, shownPath, type MachineInfo } from "../lib/machine.js";
 import { alternate, describePoint, measureOnce, measurePoint, quietHelp, quietOptions, quietSettings, summarise, SUMMARY_ALIGN, SUMMARY_HEADERS, summaryCells, wholeNumber, type Measured, type QuietSettings, type Summary } from "../lib/measure.js";
 import { cacheDir, ensureMlp } from "../lib/peers.js";
 import { treeMemory, type TreeMemory } from "../lib/proctree.js";
@@ -246,7 +246,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
         const m = await measurePoint(servers[t.server].pid, wrkOptions(t, common.durationSec), quiet, log, label);
         points.push({ target: t.name, round, ...m.point });
         discarded.push(...m.discarded.map((d) => ({ target: t.name, round, ...d })));
-        commands[`wrk ${t.name}`] ??= [`${Object.entries(t.env).map(([k, v]) => `${k}='${v.length > 80 ? `${v.slice(0, 60)}...` : v}'`).join(" ")} ${m.point.wrkCommand}`];
+        commands[`wrk ${t.name}`] ??= [`${Object.entries(t.env).map(([k, v]) => `${k}='${v.length > 80 ? `${v.slice(0, 60)}...` : shownPath(v, root)}'`).join(" ")} ${m.point.wrkCommand}`];
         log(describePoint(label, m.point));
       }
     }
