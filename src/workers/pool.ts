@@ -230,8 +230,10 @@ export class Pool {
         handle.batch = null;
         handle.state = "idle";
         this.#idle.push(handle);
-        this.#owner.onBatchDone(tasks, message, handle.contentType, performance.now() - handle.sentAt);
+        const elapsedMs = performance.now() - handle.sentAt;
+        // The next batch first: the worker computes it while this one's answers are written.
         this.#owner.onWorkerFree(handle.workerId);
+        this.#owner.onBatchDone(tasks, message, handle.contentType, elapsedMs);
         return;
       }
       case "loaded":
