@@ -304,7 +304,13 @@ export function peakRps(result: SweepResult, server: string): number {
   return xs.length > 0 ? Math.max(...xs) : NaN;
 }
 
-const fmtHeadline = (h: Headline) => (Number.isFinite(h.value) ? (h.unit === "%" ? `${(h.value * 100).toFixed(0)}%` : `${h.value.toFixed(2)}×`) : "n/a");
+// A value just under its goal keeps a decimal, so that it does not print as the goal itself.
+const fmtHeadline = (h: Headline) => {
+  if (!Number.isFinite(h.value)) return "n/a";
+  // Both units print two decimals of the ratio (85% is 0.85).
+  const digits = h.value < h.goal && Number(h.value.toFixed(2)) >= h.goal ? 1 : 0;
+  return h.unit === "%" ? `${(h.value * 100).toFixed(digits)}%` : `${h.value.toFixed(2 + digits)}×`;
+};
 const fmtGoal = (h: Headline) => (h.unit === "%" ? `≥ ${(h.goal * 100).toFixed(0)}%` : `≥ ${h.goal}×`);
 const verdict = (h: Headline) => (Number.isFinite(h.value) ? (h.value >= h.goal ? "met" : "NOT met") : "not measured");
 
