@@ -196,8 +196,9 @@ describe("shoal serve with Silero VAD: a batch axis that is not the first, and a
 describe("ONNX runs still under way when a worker is stopped", () => {
   const models = new ModelDir();
   let model: string;
-  // Rows enough for one run to take well over 100 ms on one core.
-  const big = () => ({ input: { data: new Array(256 * 512).fill(0.5), shape: [256, 512] } });
+  // Rows enough for one run to take well over 40 ms on one core: 1,024 rows of a 5.3M-weight MLP,
+  // ~11 GFLOP, over 100 ms even at 80 GFLOP/s.
+  const big = () => ({ input: { data: new Array(1024 * 512).fill(0.5), shape: [1024, 512] } });
   const small = () => ({ input: [new Array(512).fill(0.5)] });
 
   before(() => {
