@@ -183,13 +183,17 @@ function findDigits(v: number): boolean {
   return true;
 }
 
-/** The float32 `v` (finite, positive) as the shortest decimal number that reads back as it. */
-function shortestByPrecision(v: number): number {
-  for (let digits = 1; digits < 9; digits++) {
-    const x = Number(v.toPrecision(digits));
-    if (Math.fround(x) === v) return x;
+/**
+ * The decimal with the fewest significant digits, from `from` up to `to` (which must always read
+ * back), that `round` maps back to `value`: for a float32 by default, for a half float with its
+ * own rounding. The slow way, one `toPrecision` per count.
+ */
+export function shortestByPrecision(value: number, round: (x: number) => number = Math.fround, from = 1, to = 9): number {
+  for (let digits = from; digits < to; digits++) {
+    const x = Number(value.toPrecision(digits));
+    if (round(x) === value) return x;
   }
-  return Number(v.toPrecision(9));
+  return Number(value.toPrecision(to));
 }
 
 /**

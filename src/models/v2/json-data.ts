@@ -14,7 +14,7 @@
  */
 import { ClientError } from "../../errors.js";
 import { formatShape, type TypedArray } from "../../runtimes/tensor.js";
-import { shortestFloat32 } from "../../runtimes/tensor-json.js";
+import { shortestByPrecision, shortestFloat32 } from "../../runtimes/tensor-json.js";
 import { elementCount, isNumeric, typedArrayFor } from "./datatypes.js";
 import { halfToNumber, numberToHalf } from "./fp16.js";
 import type { V2Datatype } from "./types.js";
@@ -158,15 +158,6 @@ export function readJsonData(where: string, datatype: V2Datatype, shape: readonl
   return out;
 }
 
-/** The shortest decimal that `round` maps back to `value`, trying `from` to `to` significant digits. */
-function shortest(value: number, round: (x: number) => number, from: number, to: number): number {
-  for (let digits = from; digits < to; digits++) {
-    const x = Number(value.toPrecision(digits));
-    if (round(x) === value) return x;
-  }
-  return Number(value.toPrecision(to));
-}
-
 /** A float for JSON: NaN and ±Infinity as their names, finite values as `write` gives them. */
 function float(value: number, write: (x: number) => number = (x) => x): number | string {
   return Number.isFinite(value) ? write(value) : String(value);
@@ -176,7 +167,7 @@ function float(value: number, write: (x: number) => number = (x) => x): number |
 // value (FP32 by shortestFloat32; FP16 trying 3 and 4 digits, 5 always do), not as the longer exact
 // double: 0.1 rather than 0.10000000149011612.
 const toHalfPrecision = (x: number): number => halfToNumber(numberToHalf(x));
-const shortHalf = (x: number): number => shortest(x, toHalfPrecision, 3, 5);
+const shortHalf = (x: number): number => shortestByPrecision(x, toHalfPrecision, 3, 5);
 
 function bigInteger(value: bigint): number | string {
   return value >= -Number.MAX_SAFE_INTEGER && value <= Number.MAX_SAFE_INTEGER ? Number(value) : value.toString();
