@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodeInferenceResponse, encodeInferenceRequest, type V2InferenceRequest, type V2InferenceResponse } from "../src/models/v2/index.js";
 import { makeMlp, type MlpShape } from "./fixtures/make-mlp.js";
-import { ServerProcess, fixture, send, type Reply } from "./helpers.js";
-import { CLI } from "./onnx-helpers.js";
+import { fixture, send, type Reply, type ServerProcess } from "./helpers.js";
+import { serveCli } from "./onnx-helpers.js";
 
 /** A model repository in a temporary folder; `remove()` deletes it. */
 export class ModelRepo {
@@ -35,17 +35,8 @@ export class ModelRepo {
 }
 
 /** Starts `shoal serve --model-repository <dir> ...args` and resolves once it is ready. */
-export async function serveRepository(dir: string, args: string[] = []): Promise<ServerProcess> {
-  const server = new ServerProcess(CLI, ["serve", "--model-repository", dir, "--port", "0", "--address", "127.0.0.1", ...args]);
-  try {
-    const listening = await server.waitForLog((l) => l.msg?.startsWith("listening on http://") ?? false, 30_000);
-    server.port = listening.port as number;
-    await server.waitForLog((l) => l.msg === "ready", 60_000);
-  } catch (err) {
-    await server.stop();
-    throw err;
-  }
-  return server;
+export function serveRepository(dir: string, args: string[] = []): Promise<ServerProcess> {
+  return serveCli(["--model-repository", dir], args, {}, 60_000);
 }
 
 /** A V2 response, decoded whatever way it came. */

@@ -25,12 +25,20 @@ export class ModelDir {
 }
 
 /** Starts `shoal serve <model> --port 0 --address 127.0.0.1 ...args` and resolves once it is ready. */
-export async function serveModel(model: string, args: string[] = [], env: Record<string, string> = {}): Promise<ServerProcess> {
-  const server = new ServerProcess(CLI, ["serve", model, "--port", "0", "--address", "127.0.0.1", ...args], env);
+export function serveModel(model: string, args: string[] = [], env: Record<string, string> = {}): Promise<ServerProcess> {
+  return serveCli([model], args, env, 30_000);
+}
+
+/**
+ * Starts `shoal serve ...head --port 0 --address 127.0.0.1 ...args` and resolves once it is ready,
+ * within `readyMs`.
+ */
+export async function serveCli(head: string[], args: string[], env: Record<string, string>, readyMs: number): Promise<ServerProcess> {
+  const server = new ServerProcess(CLI, ["serve", ...head, "--port", "0", "--address", "127.0.0.1", ...args], env);
   try {
     const listening = await server.waitForLog((l) => l.msg?.startsWith("listening on http://") ?? false, 30_000);
     server.port = listening.port as number;
-    await server.waitForLog((l) => l.msg === "ready", 30_000);
+    await server.waitForLog((l) => l.msg === "ready", readyMs);
   } catch (err) {
     await server.stop();
     throw err;
