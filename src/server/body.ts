@@ -28,29 +28,33 @@ export function readBody(req: IncomingMessage, limit: number, done: (body: Body)
   }
   const chunks: Buffer[] = [];
   let size = 0;
+  // Set once the body is known to be too large: from then on it is dropped, within the bounds.
   let timer: NodeJS.Timeout | undefined;
+  const stop = () => clearTimeout(timer);
   const refuse = (close: boolean) => {
-    clearTimeout(timer);
+    stop();
     req.removeListener("data", onData);
     req.removeListener("end", onEnd);
     req.removeListener("close", stop);
     tooLarge(close);
   };
-  const stop = () => clearTimeout(timer);
+  const discard = () => {
+    timer = setTimeout(() => refuse(true), DISCARD_MS);
+    req.on("close", stop);
+  };
   const onData = (chunk: Buffer) => {
     size += chunk.length;
     if (timer !== undefined) {
       if (size > limit + spare) refuse(true);
     } else if (size > limit) {
       chunks.length = 0;
-      timer = setTimeout(() => refuse(true), DISCARD_MS);
+      discard();
     } else chunks.push(chunk);
   };
   const onEnd = () => (timer === undefined ? done(assemble(chunks, size)) : refuse(false));
-  if (declared > limit) timer = setTimeout(() => refuse(true), DISCARD_MS);
+  if (declared > limit) discard();
   req.on("data", onData);
   req.on("end", onEnd);
-  req.on("close", stop);
 }
 
 // The body gets an ArrayBuffer of its own, exactly its size, which then moves to the worker. A
