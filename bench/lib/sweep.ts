@@ -158,6 +158,11 @@ async function histogramTotals(url: string, metric: string): Promise<{ sum: numb
 /** Called with the running servers, by name: once all have started (before any load), and after the sweep. */
 export interface SweepHooks {
   afterStart?(servers: Map<string, RunningServer>): Promise<void>;
+  /**
+   * Called at the start of each round, on a quiet machine, with no load on the servers: for a
+   * measurement that the servers' figures are compared with, so that both see the same machine.
+   */
+  eachRound?(round: number): Promise<void>;
   afterSweep?(servers: Map<string, RunningServer>): Promise<void>;
 }
 
@@ -212,6 +217,10 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
       await measure(c, maxConnections, common.warmupSec);
     }
     for (let round = 1; round <= common.rounds; round++) {
+      if (hooks.eachRound !== undefined) {
+        await waitQuiet(0.25, s.quietWaitSec);
+        await hooks.eachRound(round);
+      }
       for (const connections of s.connections) {
         // Rotate the order each round, so a drift in the machine does not favour one server.
         const order = running.map((_, i) => running[(i + round - 1) % running.length]!);

@@ -2,8 +2,8 @@
  * model: one compute-bound ONNX model (a generated 1024→4096→4096→1000 MLP, ~100 MB) served with
  * batching by Shoal (`shoal serve`), Mosec and MLServer with the same settings — 2 workers with one
  * session of 1 intra-op thread each, batches of up to 32 rows, 5 ms wait — against a plain
- * node:http server running it per request, and against the upper limit: the model run in-process
- * at batch 32 by 2 sessions × 1 thread.
+ * node:http server running it per request, against the upper limit (the model run in-process at
+ * batch 32 by 2 sessions × 1 thread), and beside the least a batching Node server can do.
  *
  * Unpinned: the servers need both cores for their 2 workers; wrk is light next to the model.
  */
@@ -15,7 +15,7 @@ import { pinned } from "../lib/machine.js";
 import { cacheDir, ensureMlp, ensurePeers, mlserverSpec, mosecSpec } from "../lib/peers.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { spread } from "../lib/stats.js";
-import { peakRps, report, sweep, sweepOptions, sweepSettings, wantsPeers, type Contender } from "../lib/sweep.js";
+import { peakRps, report, rps, sweep, sweepOptions, sweepSettings, wantsPeers, type Contender } from "../lib/sweep.js";
 import { requireWrk } from "../lib/wrk.js";
 
 export const defaults = { duration: 5, rounds: 3, warmup: 3 };
@@ -79,6 +79,20 @@ async function run(ctx: ScenarioContext): Promise<void> {
       batchMetric: "shoal_stage_batch_size",
     },
     {
+      name: "bare",
+      config: `bench/servers/bare-batched.mjs: the least a batching Node server does, for reference: node:http, a queue, and ${WORKERS} worker threads with a session of ${THREADS} intra-op thread each, batches of up to ${MAX_BATCH}, wait ${MAX_WAIT_MS} ms; no validation, metrics or deadlines; the same MessagePack bodies as shoal-mp`,
+      spec: {
+        script: "bench/servers/bare-batched.mjs",
+        args: ["--model", model, "--port", "{port}", "--address", "127.0.0.1", "--batch", String(MAX_BATCH), "--sessions", String(WORKERS), "--threads", String(THREADS), "--max-wait-ms", String(MAX_WAIT_MS)],
+        probe: { path: "/", body: "", status: 404 },
+        startTimeoutMs: 60_000,
+      },
+      path: "/inference",
+      body: "",
+      lua: join("bench", "lua", "post-file.lua"),
+      wrkEnv: { WRK_BODY_FILE: binaryFile, WRK_CONTENT_TYPE: "application/msgpack" },
+    },
+    {
       name: "mosec",
       config: `bench/peers/mosec_model.py: a batching Worker with onnxruntime, ${batching} (Mosec's default JSON serialize)`,
       spec: mosecSpec(root, "mosec_model.py", peerEnv, probe),
@@ -108,40 +122,54 @@ async function run(ctx: ScenarioContext): Promise<void> {
       body,
     },
   ];
-  const result = await sweep(ctx, "model", `model: a ${shape.inputs}→${shape.hidden}×${shape.layers}→${shape.outputs} MLP (ONNX), batched`, contenders, s);
-
-  // The in-process limit, measured after the servers have stopped, on the servers' cores.
+  // The in-process limit, measured at the start of every round (servers idle, machine quiet), so
+  // that it sees the same machine as the servers' figures it is compared with.
   const limitRuns: number[] = [];
-  for (let round = 1; round <= common.rounds; round++) {
+  const measureLimit = async (round: number) => {
     const args = ["bench/servers/onnx-limit.mjs", "--model", model, "--batch", String(MAX_BATCH), "--sessions", String(WORKERS), "--threads", String(THREADS), "--seconds", String(common.durationSec)];
     const [file, argv] = pinned(s.layout.server, process.execPath, args);
     const r = spawnSync(file, argv, { cwd: root, encoding: "utf8" });
     if (r.status !== 0) throw new Error(`onnx-limit failed: ${r.stderr}`);
     limitRuns.push((JSON.parse(r.stdout) as { samplesPerSec: number }).samplesPerSec);
     log(`  round ${round} in-process limit: ${Math.round(limitRuns.at(-1)!)} samples/s (batch ${MAX_BATCH}, ${WORKERS} sessions × ${THREADS} thread)`);
-  }
+  };
+  const result = await sweep(ctx, "model", `model: a ${shape.inputs}→${shape.hidden}×${shape.layers}→${shape.outputs} MLP (ONNX), batched`, contenders, s, { eachRound: measureLimit });
+
   const limit = spread(limitRuns);
   result.extra = { inProcessLimit: { samplesPerSec: limit, runs: limitRuns, batch: MAX_BATCH, sessions: WORKERS, threads: THREADS } };
   const shoal = peakRps(result, "shoal");
+  const of = (server: string, connections?: number) => (connections === undefined ? peakRps(result, server) : rps(result, server, connections)) / limit.median;
   result.headline = [
-    { what: "Shoal (JSON) peak req/s / in-process limit (samples/s)", value: shoal / limit.median, goal: 0.85, unit: "%" },
-    { what: "Shoal (MessagePack, raw float32) peak req/s / in-process limit", value: peakRps(result, "shoal-mp") / limit.median, goal: 0.85, unit: "%" },
+    { what: "Shoal (JSON) req/s at 64 connections / in-process limit (samples/s)", value: of("shoal", 64), goal: 0.85, unit: "%" },
+    { what: "Shoal (MessagePack, raw float32) req/s at 64 connections / in-process limit", value: of("shoal-mp", 64), goal: 0.85, unit: "%" },
+    { what: "Shoal (JSON) peak req/s / in-process limit", value: of("shoal"), goal: 0.85, unit: "%" },
+    { what: "Shoal (MessagePack) peak req/s / in-process limit", value: of("shoal-mp"), goal: 0.85, unit: "%" },
     { what: "Shoal / Mosec peak req/s", value: shoal / peakRps(result, "mosec"), goal: 1, unit: "x" },
     { what: "Shoal / MLServer peak req/s", value: shoal / peakRps(result, "mlserver"), goal: 1, unit: "x" },
     { what: "Shoal / plain node:http peak req/s", value: shoal / peakRps(result, "plain"), goal: 5, unit: "x" },
   ];
+  const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : "n/a");
+  const bareRows = Number.isFinite(peakRps(result, "bare"))
+    ? [
+        "The bare batching server (`bare`, MessagePack only) shows what is left on this machine once HTTP, the kernel's TCP and wrk have had their share of the same cores: " +
+          `${pct(of("bare", 64))} of the limit at 64 connections and ${pct(of("bare"))} at its peak. ` +
+          `Shoal with the same bodies reaches ${pct(rps(result, "shoal-mp", 64) / rps(result, "bare", 64))} of the bare server at 64 connections and ${pct(peakRps(result, "shoal-mp") / peakRps(result, "bare"))} at the peak.`,
+        "",
+      ]
+    : [];
   report(ctx, result, [
     "## In-process limit",
     "",
-    `\`bench/servers/onnx-limit.ts\`: the same model at batch ${MAX_BATCH}, ${WORKERS} sessions (worker threads) × ${THREADS} intra-op thread, back to back, no HTTP or JSON: ` +
+    `\`bench/servers/onnx-limit.mjs\`: the same model at batch ${MAX_BATCH}, ${WORKERS} sessions (worker threads) × ${THREADS} intra-op thread, back to back, no HTTP or JSON, measured at the start of each round with the servers idle: ` +
       `**${Math.round(limit.median).toLocaleString("en-US")} samples/s** (median of ${limit.n}; ${Math.round(limit.min).toLocaleString("en-US")}–${Math.round(limit.max).toLocaleString("en-US")}).`,
     "",
+    ...bareRows,
   ]);
 }
 
 export const scenario: Scenario = {
   name: "model",
-  summary: "A compute-bound ONNX MLP with batching: Shoal, Mosec, MLServer, plain node:http per request, and the in-process limit.",
+  summary: "A compute-bound ONNX MLP with batching: Shoal, Mosec, MLServer, plain node:http per request, a bare batching server, and the in-process limit.",
   options: { ...sweepOptions.options, model: { type: "string" } },
   help: { ...sweepOptions.help, "model <size>": "big (1024→4096→4096→1000, ~100 MB, default) or tiny (64→128→10, for a quick check)" },
   run,
