@@ -1,6 +1,6 @@
 /**
  * Keeps the comparison benchmarks from rotting: runs the Shoal side of each scenario (no Python
- * peers, no PyPI) for about a second per point, with small models, and checks the results it
+ * peers, no PyPI; in `model` also its bare batching server) for about a second per point, with small models, and checks the results it
  * writes. Skipped when wrk is not installed.
  */
 import assert from "node:assert/strict";
@@ -14,22 +14,31 @@ const root = join(import.meta.dirname, "..");
 const hasWrk = spawnSync("wrk", ["--version"]).error === undefined;
 const results = mkdtempSync(join(tmpdir(), "shoal-bench-smoke-"));
 
-// What each scenario needs to stay brief: a tiny model for `model`, 3 models for `multimodel`.
-const SCENARIOS: Record<string, string[]> = { echo: [], model: ["--model", "tiny"], pipeline: [], multimodel: ["--models", "3"] };
+// What each scenario needs to stay brief (a tiny model for `model`, 3 models for `multimodel`), and
+// its Node servers: Shoal, and in `model` Shoal with MessagePack bodies and the bare batching server.
+const SCENARIOS: Record<string, { extra: string[]; servers: string[] }> = {
+  echo: { extra: [], servers: ["shoal"] },
+  model: { extra: ["--model", "tiny"], servers: ["shoal", "shoal-mp", "bare"] },
+  pipeline: { extra: [], servers: ["shoal"] },
+  multimodel: { extra: ["--models", "3"], servers: ["shoal"] },
+};
 
 describe("benchmark smoke test (Shoal side only)", { skip: hasWrk ? false : "wrk is not installed (apt-get install -y wrk): benchmark smoke test skipped" }, () => {
   after(() => rmSync(results, { recursive: true, force: true }));
 
-  for (const [name, extra] of Object.entries(SCENARIOS)) {
-    test(`npm run bench -- ${name} --servers shoal writes its results`, () => {
-      const args = ["--import", "tsx", "bench/run.ts", name, "--servers", "shoal", "--duration", "1", "--rounds", "1", "--warmup", "1", "--connections", "1,8", "--quiet-wait", "0", "--results-dir", results, ...extra];
-      const run = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", timeout: 60_000 });
+  for (const [name, { extra, servers }] of Object.entries(SCENARIOS)) {
+    test(`npm run bench -- ${name} --servers ${servers.join(",")} writes its results`, () => {
+      const args = ["--import", "tsx", "bench/run.ts", name, "--servers", servers.join(","), "--duration", "1", "--rounds", "1", "--warmup", "1", "--connections", "1,8", "--quiet-wait", "0", "--results-dir", results, ...extra];
+      const run = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", timeout: 120_000 });
       assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
       for (const file of [`${name}.json`, `${name}.md`, `${name}-throughput.svg`, `${name}-latency.svg`]) assert.ok(existsSync(join(results, file)), `${file} written`);
       const data = JSON.parse(readFileSync(join(results, `${name}.json`), "utf8")) as { cells: { server: string; connections: number; requestsPerSec: { median: number }; non2xx: number }[] };
-      assert.deepEqual(data.cells.map((c) => [c.server, c.connections]), [["shoal", 1], ["shoal", 8]]);
+      assert.deepEqual(
+        data.cells.map((c) => [c.server, c.connections]),
+        servers.flatMap((server) => [[server, 1], [server, 8]]),
+      );
       for (const cell of data.cells) {
-        assert.ok(cell.requestsPerSec.median > 0, `${name}: shoal answered at ${cell.connections} connections`);
+        assert.ok(cell.requestsPerSec.median > 0, `${name}: ${cell.server} answered at ${cell.connections} connections`);
         assert.equal(cell.non2xx, 0, `${name}: no error answers`);
       }
       assert.match(readFileSync(join(results, `${name}-throughput.svg`), "utf8"), /^<svg[^>]*>[\s\S]*<polyline/);
