@@ -1,7 +1,7 @@
 /**
- * Keeps the comparison benchmarks from rotting: runs the Shoal side of each scenario (no Python
- * peers, no PyPI; in `model` also its bare batching server) for about a second per point, with small models, and checks the results it
- * writes. Skipped when wrk is not installed.
+ * Keeps the comparison benchmarks from rotting: runs the Node side of each scenario (Shoal, and in
+ * `model` its bare batching server; no Python peers, no PyPI) for about a second per point, with
+ * small models, and checks the results it writes. Skipped when wrk is not installed.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
