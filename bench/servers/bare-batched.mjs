@@ -88,7 +88,13 @@ if (isMainThread) {
     });
   });
   server.listen(Number(values.port), values.address);
-  const stop = () => server.close(() => process.exit(0));
+  // Ending a thread inside a session's run aborts the process: exit once no batch is running.
+  const stop = () => {
+    server.close();
+    server.closeAllConnections();
+    const exit = () => (running.size === 0 ? process.exit(0) : setTimeout(exit, 10));
+    exit();
+  };
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
 } else {
