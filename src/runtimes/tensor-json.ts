@@ -22,6 +22,8 @@ for (let i = 0; i < 100; i++) {
   PAIRS[2 * i] = 48 + Math.floor(i / 10);
   PAIRS[2 * i + 1] = 48 + (i % 10);
 }
+// Whole numbers below this fit V8's 32-bit integer arithmetic.
+const INT32 = 2 ** 31;
 const bits = new Uint32Array(1);
 const asFloat32 = new Float32Array(bits.buffer);
 
@@ -57,6 +59,19 @@ class Bytes {
   /** Writes the `n` digits of the whole number `m` so that they end just before `end`. */
   digits(m: number, n: number, end: number): void {
     const buf = this.buf;
+    if (m < INT32) {
+      // The same with integer division, a fifth of a float32's time: every float32's digits take this way.
+      while (n >= 2) {
+        const q = (m / 100) | 0;
+        const r = (m - q * 100) << 1;
+        m = q;
+        n -= 2;
+        buf[--end] = PAIRS[r + 1]!;
+        buf[--end] = PAIRS[r]!;
+      }
+      if (n === 1) buf[--end] = 48 + m;
+      return;
+    }
     while (n >= 2) {
       const q = Math.floor(m / 100);
       const r = m - q * 100;
