@@ -7,6 +7,7 @@ import { availableParallelism } from "node:os";
 import { basename } from "node:path";
 import type { InferenceSession, Tensor } from "onnxruntime-node";
 import { json, msgpack, type Codec } from "../codecs.js";
+import { readFloatTensors, type FloatInputs } from "./json-floats.js";
 import { tensorsToJson } from "./tensor-json.js";
 import { ValidationError } from "../errors.js";
 import { Worker, type RequestMeta, type WorkerClass } from "../worker.js";
@@ -99,6 +100,9 @@ export class OnnxWorker extends Worker {
   // Whether requests may share a run: some input has a batch axis, and every output has one to
   // cut the results along.
   #stacks = false;
+  // The float inputs, when JSON requests go to this class's own forward(): their rows are then read
+  // straight into typed arrays. A subclass with its own forward() gets what JSON.parse gives.
+  #floatInputs: FloatInputs | undefined;
 
   /** Loads the model (onnxruntime-node is imported here, so the HTTP thread never loads it). */
   override async init(): Promise<void> {
@@ -121,6 +125,8 @@ export class OnnxWorker extends Worker {
     this.outputs = this.session.outputMetadata.map((m) => specOf(m, "output"));
     this.#stacks = this.inputs.some((s) => s.batchAxis !== undefined) && this.outputs.every((s) => s.batchAxis !== undefined);
     this.example ??= zeroExample(this.inputs);
+    const floats = this.inputs.filter((s): s is TensorSpec & { type: "float32" | "float64" } => s.type === "float32" || s.type === "float64");
+    if (this.forward === OnnxWorker.prototype.forward && floats.length > 0) this.#floatInputs = new Map(floats.map((s) => [s.name, s.type]));
     if (this.workerId <= 1) {
       this.log.info(`loaded ${this.model}`, { inputs: signature(this.inputs), outputs: signature(this.outputs), intraOpThreads, batches: this.#stacks });
     }
@@ -128,7 +134,12 @@ export class OnnxWorker extends Worker {
 
   /** Reads the request as MessagePack when its content-type says so, as JSON otherwise. */
   override decode(body: Uint8Array, meta?: RequestMeta): unknown {
-    return codecFor(meta).decode(body);
+    const codec = codecFor(meta);
+    if (codec === json && this.#floatInputs !== undefined) {
+      const tensors = readFloatTensors(body, this.#floatInputs);
+      if (tensors !== undefined) return tensors;
+    }
+    return codec.decode(body);
   }
 
   /**
