@@ -29,13 +29,15 @@ class Reader {
   count = 0;
   /** Whether the numbers being read go to a float32 tensor (a float64 one otherwise). */
   float32 = false;
-  /** Size of each dimension, as the first array at each depth gave it (-1: not seen yet). */
+  /** Size of each dimension, as the first array at each depth gave it. */
   shape: number[] = [];
+  /** How deep the numbers sit, 1 for a flat list (-1: none read yet). */
   leafDepth = -1;
 
   constructor(readonly bytes: Uint8Array) {}
 
-  space(): number {
+  /** Skips whitespace; the next byte (undefined at the end). */
+  space(): number | undefined {
     const b = this.bytes;
     let c = b[this.at]!;
     while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++this.at]!;
