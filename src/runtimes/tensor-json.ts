@@ -60,7 +60,8 @@ class Bytes {
   digits(m: number, n: number, end: number): void {
     const buf = this.buf;
     if (m < INT32) {
-      // The same with integer division, a fifth of a float32's time: every float32's digits take this way.
+      // The same with integer division: every float32's digits take this way. A loop of its own, as
+      // one loop for both kinds of number lost the gain (56 against 43 µs per 1,000 float32).
       while (n >= 2) {
         const q = (m / 100) | 0;
         const r = (m - q * 100) << 1;
