@@ -66,9 +66,13 @@ describe("readFloatTensors", () => {
     assert.deepEqual([...got.y!.data], [0.5, 1.5]);
     // Each tensor has a buffer of its own, whatever the reader reuses.
     assert.notEqual(got.x!.data.buffer, got.y!.data.buffer);
-    const big = read(`{"x": [${Array.from({ length: 10_000 }, (_, i) => i).join(",")}]}`)!;
-    assert.equal(big.x!.data.length, 10_000);
-    assert.equal(big.x!.data[9_999], 9_999);
+    // Past the reader's first buffer, and past what it keeps between requests.
+    for (const n of [10_000, 300_000]) {
+      const big = read(`{"x": [${Array.from({ length: n }, (_, i) => i).join(",")}]}`)!;
+      assert.equal(big.x!.data.length, n);
+      assert.equal(big.x!.data[n - 1], n - 1);
+    }
+    assert.deepEqual([...read('{"x": [[7, 8]]}')!.x!.data], [7, 8]);
   });
 
   test("gives up on everything but float tensors as nested arrays, for JSON.parse to read or refuse", () => {

@@ -22,7 +22,10 @@ const MAX_DIGITS = 15;
 const MAX_DEPTH = 32;
 
 /** The elements read so far, reused by every request a thread reads. */
-let values = new Float64Array(4096);
+const INITIAL = 4096;
+let values = new Float64Array(INITIAL);
+// Past this many elements (1 MiB) the buffer grown for a large request is let go after it.
+const KEEP = 131_072;
 
 class Reader {
   at = 0;
@@ -210,6 +213,12 @@ function sameFloat32(v: number): boolean {
  * anything else (read it with `JSON.parse` then).
  */
 export function readFloatTensors(bytes: Uint8Array, inputs: FloatInputs): Record<string, Pick<TensorValue, "data" | "shape">> | undefined {
+  const tensors = read(bytes, inputs);
+  if (values.length > KEEP) values = new Float64Array(INITIAL);
+  return tensors;
+}
+
+function read(bytes: Uint8Array, inputs: FloatInputs): Record<string, Pick<TensorValue, "data" | "shape">> | undefined {
   const r = new Reader(bytes);
   if (r.space() !== 123) return undefined;
   r.at++;
