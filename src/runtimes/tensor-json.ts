@@ -32,9 +32,12 @@ function scale(x: number, k: number): number {
   return k >= 0 ? x * EXACT[k]! : x / EXACT[-k]!;
 }
 
+const INITIAL_BYTES = 64 * 1024;
+const KEPT_BYTES = 1024 * 1024;
+
 /** A growing byte buffer, reused by every answer a thread writes. */
 class Bytes {
-  buf = new Uint8Array(64 * 1024);
+  buf = new Uint8Array(INITIAL_BYTES);
   at = 0;
 
   /** Makes room for `n` more bytes. */
@@ -155,6 +158,8 @@ class Bytes {
   take(): Uint8Array {
     const out = this.buf.slice(0, this.at);
     this.at = 0;
+    // A buffer grown for a large answer is not kept for the small ones after it.
+    if (this.buf.length > KEPT_BYTES) this.buf = new Uint8Array(INITIAL_BYTES);
     return out;
   }
 }
