@@ -11,13 +11,13 @@
  * `JSON.parse` gives them.
  */
 import type { TensorValue } from "./tensor.js";
+import { EXACT } from "./tensor-json.js";
 
 /** The element type of each float input, by name. */
 export type FloatInputs = ReadonlyMap<string, "float32" | "float64">;
 
-// Powers of ten that doubles hold exactly: a mantissa of at most 15 digits times or over one of them
-// is a single rounding, the same as JSON.parse's.
-const EXACT = Array.from({ length: 23 }, (_, i) => 10 ** i);
+// A mantissa of at most 15 digits times or over an exact power of ten (EXACT) is a single rounding,
+// the same as JSON.parse's.
 const MAX_DIGITS = 15;
 const MAX_DEPTH = 32;
 

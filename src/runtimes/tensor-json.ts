@@ -15,7 +15,7 @@ import { type TensorValue } from "./tensor.js";
 const utf8 = new TextEncoder();
 
 // Powers of ten that doubles hold exactly: scaling by one of them is a single rounding.
-const EXACT = Array.from({ length: 23 }, (_, i) => 10 ** i);
+export const EXACT = Array.from({ length: 23 }, (_, i) => 10 ** i);
 // Two ASCII digits for each of 0..99, so that digits are cut two at a time.
 const PAIRS = new Uint8Array(200);
 for (let i = 0; i < 100; i++) {
