@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
 
 /** Server-wide settings: CLI flags, then `SHOAL_*` environment variables, then defaults. */
@@ -28,6 +29,28 @@ export interface ServerConfig {
   modelIsolation: "thread" | "process";
   /** What the models loaded in the shared pool may cost together, in bytes (0: no budget). */
   modelMemoryBytes: number;
+  /** `none`: the repository's models load at start and load/unload answer 403; `explicit`: load/unload are open. */
+  modelControl: "none" | "explicit";
+  /** When set, control requests (load, unload) need `Authorization: Bearer <token>`. */
+  adminToken: string | undefined;
+  /** Browser origins allowed to call Shoal (CORS); control requests from other origins get 403. */
+  corsOrigins: string[];
+  /** Deadline of a control request (load, unload), in ms. */
+  controlTimeoutMs: number;
+  /** Most tensor elements one request may hold (all inputs together). */
+  maxTensorElements: number;
+  /** Most BYTES (string) elements one request may hold. */
+  maxBytesElements: number;
+  /** Request body bytes the server may hold at once; beyond it, requests get 429 unread. */
+  maxInflightBytes: number;
+  /** Time a client has to send a request's headers, in ms; then 408. */
+  headersTimeoutMs: number;
+  /** Time a client has to send a whole request, body included, in ms; then 408. */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open, in ms. */
+  keepAliveTimeoutMs: number;
+  /** Most open connections; more are closed at once (0: no limit). */
+  maxConnections: number;
 }
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
@@ -41,6 +64,15 @@ export function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
     }
     return n;
   };
+}
+
+// A comma-separated list of origins (`https://app.example.com`), or `*` for any.
+function originList(value: string): string[] {
+  const origins = value.split(",").map((o) => o.trim()).filter((o) => o.length > 0);
+  for (const origin of origins) {
+    if (origin !== "*" && !/^https?:\/\/[^/\s]+$/.test(origin)) throw new InvalidArgumentError(`'${origin}' is not an origin such as https://app.example.com, or *`);
+  }
+  return origins;
 }
 
 function metricPrefix(value: string): string {
@@ -67,6 +99,18 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--workers <n>", "workers of the shared pool that hosts the models").env("SHOAL_WORKERS").argParser(integer(1)).default(defaults.workers),
     new Option("--model-isolation <kind>", "run the shared pool's workers as threads or processes").env("SHOAL_MODEL_ISOLATION").choices(["thread", "process"]).default(defaults.modelIsolation),
     new Option("--model-memory-bytes <bytes>", "what loaded models may cost together; the least recently used idle ones are evicted (0: no budget)").env("SHOAL_MODEL_MEMORY_BYTES").argParser(integer(0)).default(defaults.modelMemoryBytes),
+    new Option("--model-control <mode>", "none: the repository's models load at start and load/unload are refused (403); explicit: load/unload are open").env("SHOAL_MODEL_CONTROL").choices(["none", "explicit"]).default(defaults.modelControl),
+    new Option("--admin-token <token>", "control requests (load, unload) need 'Authorization: Bearer <token>'").env("SHOAL_ADMIN_TOKEN").default(defaults.adminToken),
+    new Option("--admin-token-file <path>", "read the admin token from this file (a mounted secret)").env("SHOAL_ADMIN_TOKEN_FILE"),
+    new Option("--cors-origins <origins>", "comma-separated browser origins allowed to call the server, or *; control requests from other origins get 403").env("SHOAL_CORS_ORIGINS").argParser(originList).default(defaults.corsOrigins),
+    new Option("--control-timeout <ms>", "deadline of a control request (load, unload)").env("SHOAL_CONTROL_TIMEOUT").argParser(integer(1)).default(defaults.controlTimeoutMs),
+    new Option("--max-tensor-elements <n>", "most tensor elements one request may hold (default: --max-request-size)").env("SHOAL_MAX_TENSOR_ELEMENTS").argParser(integer(1)),
+    new Option("--max-bytes-elements <n>", "most BYTES (string) elements one request may hold").env("SHOAL_MAX_BYTES_ELEMENTS").argParser(integer(1)).default(defaults.maxBytesElements),
+    new Option("--max-inflight-bytes <bytes>", "request body bytes held at once; beyond it, requests get 429 unread (default: 16 x --max-request-size)").env("SHOAL_MAX_INFLIGHT_BYTES").argParser(integer(1)),
+    new Option("--headers-timeout <ms>", "time a client has to send a request's headers; then 408").env("SHOAL_HEADERS_TIMEOUT").argParser(integer(1)).default(defaults.headersTimeoutMs),
+    new Option("--request-timeout <ms>", "time a client has to send a whole request, body included; then 408").env("SHOAL_REQUEST_TIMEOUT").argParser(integer(1)).default(defaults.requestTimeoutMs),
+    new Option("--keep-alive-timeout <ms>", "how long an idle keep-alive connection stays open").env("SHOAL_KEEP_ALIVE_TIMEOUT").argParser(integer(1)).default(defaults.keepAliveTimeoutMs),
+    new Option("--max-connections <n>", "most open connections; more are closed at once (0: no limit)").env("SHOAL_MAX_CONNECTIONS").argParser(integer(0)).default(defaults.maxConnections),
   ];
 }
 
@@ -86,6 +130,17 @@ export function defaultConfig(): ServerConfig {
     workers: 1,
     modelIsolation: "thread",
     modelMemoryBytes: 0,
+    modelControl: "none",
+    adminToken: undefined,
+    corsOrigins: [],
+    controlTimeoutMs: 60_000,
+    maxTensorElements: 10 * 1024 * 1024,
+    maxBytesElements: 65_536,
+    maxInflightBytes: 16 * 10 * 1024 * 1024,
+    headersTimeoutMs: 10_000,
+    requestTimeoutMs: 30_000,
+    keepAliveTimeoutMs: 5_000,
+    maxConnections: 4096,
   };
 }
 
@@ -95,8 +150,11 @@ export function addServerFlags(command: Command, defaults: Partial<ServerConfig>
   return command;
 }
 
-/** The configuration from the options of a command parsed with {@link addServerFlags}. */
-export function serverConfigOf(command: Command): ServerConfig {
+/**
+ * The configuration from the options of a command parsed with {@link addServerFlags}, over
+ * `defaults` for the limits that are derived from others when not given.
+ */
+export function serverConfigOf(command: Command, defaults: Partial<ServerConfig> = {}): ServerConfig {
   const o = command.opts();
   return {
     port: o.port,
@@ -112,7 +170,31 @@ export function serverConfigOf(command: Command): ServerConfig {
     workers: o.workers,
     modelIsolation: o.modelIsolation,
     modelMemoryBytes: o.modelMemoryBytes,
+    modelControl: o.modelControl,
+    adminToken: o.adminTokenFile === undefined ? o.adminToken : readToken(o.adminTokenFile),
+    corsOrigins: o.corsOrigins,
+    controlTimeoutMs: o.controlTimeout,
+    // Limits derived from the body limit unless given: one element per body byte, 16 bodies at once.
+    maxTensorElements: o.maxTensorElements ?? defaults.maxTensorElements ?? o.maxRequestSize,
+    maxBytesElements: o.maxBytesElements,
+    maxInflightBytes: o.maxInflightBytes ?? defaults.maxInflightBytes ?? 16 * o.maxRequestSize,
+    headersTimeoutMs: o.headersTimeout,
+    requestTimeoutMs: o.requestTimeout,
+    keepAliveTimeoutMs: o.keepAliveTimeout,
+    maxConnections: o.maxConnections,
   };
+}
+
+// The admin token from a file (a Kubernetes secret), without the line end editors add.
+function readToken(path: string): string {
+  let token: string;
+  try {
+    token = readFileSync(path, "utf8").trim();
+  } catch (err) {
+    throw new Error(`--admin-token-file: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  if (token.length === 0) throw new Error(`--admin-token-file: ${path} is empty`);
+  return token;
 }
 
 /**
@@ -127,5 +209,5 @@ export function loadConfig(argv: readonly string[], defaults: Partial<ServerConf
     .showHelpAfterError(false);
   addServerFlags(program, defaults);
   program.parse(argv as string[], { from: "user" });
-  return serverConfigOf(program);
+  return serverConfigOf(program, defaults);
 }

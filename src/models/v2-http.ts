@@ -82,11 +82,11 @@ export class V2Handler implements Delegate {
     if (repository !== null) {
       post(req, path);
       const [, name, action] = repository as unknown as [string, string, "load" | "unload"];
-      const model = decodeURIComponent(name);
+      const model = decodeSegment(name);
       this.#control(req, res, requestId, () => {
         (action === "load" ? this.catalog.load(model) : this.catalog.unload(model)).then(
           () => ok({}),
-          (err: unknown) => sendError(res, requestId, err instanceof ShoalError ? err : new ShoalError("SERVER", (err as Error).message)),
+          (err: unknown) => (err instanceof ShoalError ? sendError(res, requestId, err) : this.front.unexpected(err, res, requestId)),
         );
       });
       return;
@@ -94,10 +94,10 @@ export class V2Handler implements Delegate {
     const match = MODEL_PATH.exec(path);
     if (match === null) throw new ShoalError("NOT_FOUND", path);
     const [, rawName, rawVersion, action = ""] = match;
-    const name = decodeURIComponent(rawName!);
-    const version = rawVersion === undefined ? undefined : decodeURIComponent(rawVersion);
+    const name = decodeSegment(rawName!);
+    const version = rawVersion === undefined ? undefined : decodeSegment(rawVersion);
     if (action === "infer") {
-      this.#infer(req, res, requestId, path, name, version);
+      this.#infer(req, res, requestId, name, version);
       return;
     }
     get(req, path);
@@ -122,11 +122,13 @@ export class V2Handler implements Delegate {
     return { name: model.spec.name, versions: versions.map((m) => m.spec.version), platform: metadata.platform, inputs: metadata.inputs, outputs: metadata.outputs };
   }
 
-  #infer(req: IncomingMessage, res: ServerResponse, requestId: string, path: string, name: string, version: string | undefined): void {
+  #infer(req: IncomingMessage, res: ServerResponse, requestId: string, name: string, version: string | undefined): void {
     // The model is looked up first, so that an unknown one is a 404 whatever the method.
     const model = this.catalog.find(name, version);
-    let route = this.#routes.get(path);
-    if (route === undefined) this.#routes.set(path, (route = { path, stages: [] }));
+    // One route (and one metric series) per model version, however its path was spelt.
+    const canonical = `/v2/models/${model.spec.name}${model.spec.version === "" ? "" : `/versions/${model.spec.version}`}/infer`;
+    let route = this.#routes.get(canonical);
+    if (route === undefined) this.#routes.set(canonical, (route = { path: canonical, stages: [] }));
     this.front.post(route, req, res, requestId, (task) => this.catalog.pool.admit(model, task));
   }
 
@@ -136,20 +138,21 @@ export class V2Handler implements Delegate {
     readBody(
       req,
       CONTROL_BODY_BYTES,
-      ({ bytes }) => {
-        let body: unknown = {};
-        try {
-          if (bytes.byteLength > 0) body = JSON.parse(Buffer.from(bytes).toString("utf8"));
-        } catch (err) {
-          sendError(res, requestId, new ShoalError("BAD_REQUEST", `the body is not JSON: ${(err as Error).message}`));
-          return;
-        }
-        if (typeof body !== "object" || body === null || Array.isArray(body)) {
-          sendError(res, requestId, new ShoalError("BAD_REQUEST", "the body must be a JSON object"));
-          return;
-        }
-        then(body as Record<string, unknown>);
-      },
+      ({ bytes }) =>
+        this.front.guard(res, requestId, () => {
+          let body: unknown = {};
+          try {
+            if (bytes.byteLength > 0) body = JSON.parse(Buffer.from(bytes).toString("utf8"));
+          } catch (err) {
+            sendError(res, requestId, new ShoalError("BAD_REQUEST", `the body is not JSON: ${(err as Error).message}`));
+            return;
+          }
+          if (typeof body !== "object" || body === null || Array.isArray(body)) {
+            sendError(res, requestId, new ShoalError("BAD_REQUEST", "the body must be a JSON object"));
+            return;
+          }
+          then(body as Record<string, unknown>);
+        }),
       (close) => sendError(res, requestId, new ShoalError("BODY_TOO_LARGE", `the limit is ${CONTROL_BODY_BYTES} bytes`), close ? { connection: "close" } : undefined),
     );
   }
@@ -163,6 +166,15 @@ class NotAllowed extends ShoalError {
     readonly allow: string,
   ) {
     super("METHOD_NOT_ALLOWED", `${req.method} ${path}; use ${allow.split(",")[0]}`);
+  }
+}
+
+// A path segment, percent-decoded; a malformed escape is the client's mistake (400), not ours.
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ShoalError("BAD_REQUEST", `malformed percent-encoding in the path: '${segment.slice(0, 100)}'`);
   }
 }
 

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Serv
 import type { AddressInfo } from "node:net";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
+import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/registry.js";
 import { Task, type Reply, type Route } from "../scheduling/task.js";
 import { readBody } from "./body.js";
@@ -42,12 +43,14 @@ export class HttpFront {
   readonly #metrics: Metrics;
   readonly #docs: ApiDocs;
   readonly #delegate: Delegate | undefined;
+  readonly #log: Logger;
   #inFlight = 0;
   #draining = false;
   #drained: (() => void) | undefined;
 
-  constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics, docs: ApiDocs, delegate?: Delegate) {
+  constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics, docs: ApiDocs, logger: Logger, delegate?: Delegate) {
     this.#routes = routes;
+    this.#log = logger;
     this.#delegate = delegate;
     this.#config = config;
     this.#health = health;
@@ -113,11 +116,41 @@ export class HttpFront {
   }
 
   #handle(req: IncomingMessage, res: ServerResponse): void {
+    const header = req.headers["x-request-id"];
+    const requestId = typeof header === "string" && REQUEST_ID.test(header) ? header : randomUUID();
+    // A socket error after the answer started (a client gone mid-write) must not become an
+    // unhandled 'error' event.
+    res.on("error", () => res.destroy());
+    try {
+      this.#dispatch(req, res, requestId);
+    } catch (err) {
+      this.unexpected(err, res, requestId);
+    }
+  }
+
+  /**
+   * Answers 500 for an exception that escaped a handler, and logs it with its stack: a bug of
+   * ours must cost one request, never the process.
+   */
+  unexpected(err: unknown, res: ServerResponse, requestId: string): void {
+    this.#log.error({ requestId, err: err instanceof Error ? (err.stack ?? err.message) : String(err) }, "request handler failed");
+    if (!res.headersSent) sendError(res, requestId, new ShoalError("SERVER", "the request could not be handled"));
+    else res.destroy();
+  }
+
+  /** Runs `fn` (a callback of a request's, outside the handler's own call) under {@link unexpected}. */
+  guard(res: ServerResponse, requestId: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.unexpected(err, res, requestId);
+    }
+  }
+
+  #dispatch(req: IncomingMessage, res: ServerResponse, requestId: string): void {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
-    const header = req.headers["x-request-id"];
-    const requestId = typeof header === "string" && REQUEST_ID.test(header) ? header : randomUUID();
     const route = this.#routes.get(path);
     if (route === undefined) {
       const prefix = this.#delegate?.prefix;
@@ -146,14 +179,16 @@ export class HttpFront {
     readBody(
       req,
       this.#config.maxRequestSize,
-      (body) => {
-        if (body.bytes.byteLength === 0) this.#refuse(route, arrival, res, requestId, new ShoalError("EMPTY_BODY", "empty request body"));
-        else this.#accept(route, req, res, requestId, arrival, body.bytes, body.transfer, admit);
-      },
-      (close) => {
-        const error = new ShoalError("BODY_TOO_LARGE", `the limit is ${this.#config.maxRequestSize} bytes`);
-        this.#refuse(route, arrival, res, requestId, error, close ? { connection: "close" } : undefined);
-      },
+      (body) =>
+        this.guard(res, requestId, () => {
+          if (body.bytes.byteLength === 0) this.#refuse(route, arrival, res, requestId, new ShoalError("EMPTY_BODY", "empty request body"));
+          else this.#accept(route, req, res, requestId, arrival, body.bytes, body.transfer, admit);
+        }),
+      (close) =>
+        this.guard(res, requestId, () => {
+          const error = new ShoalError("BODY_TOO_LARGE", `the limit is ${this.#config.maxRequestSize} bytes`);
+          this.#refuse(route, arrival, res, requestId, error, close ? { connection: "close" } : undefined);
+        }),
     );
   }
 

@@ -177,7 +177,7 @@ export class Server {
       catalog.register();
       v2 = new V2Handler(catalog, health.notReady);
     }
-    front = new HttpFront(routes, config, health, metrics, docs, v2);
+    front = new HttpFront(routes, config, health, metrics, docs, logger, v2);
     if (v2 !== undefined) v2.front = front;
     const address = await front.listen();
     logger.info(
