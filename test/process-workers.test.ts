@@ -43,7 +43,7 @@ for (const [name, factory] of [
     function open(stageIndex: number, className: string, env?: Record<string, string>) {
       const messages: FromWorker[] = [];
       let exit: string | undefined;
-      const boot = { moduleUrl, stageIndex, stageName: `${className}_${stageIndex + 1}`, className, workerId: 1, maxBatchSize: 1, num: 1 };
+      const boot = { moduleUrl, stageIndex, stageName: `${className}_${stageIndex + 1}`, className, workerId: 1, maxBatchSize: 1, num: 1, limits: { maxTensorElements: 1 << 20, maxBytesElements: 1 << 16 } };
       const channel: Channel = (factory as ChannelFactory)(boot as WorkerBoot, env, {
         message: (message) => messages.push(message),
         exit: (reason) => (exit = reason),

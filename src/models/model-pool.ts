@@ -4,7 +4,7 @@ import type { Metrics, StageMetrics, WorkerMetricsReport } from "../metrics/regi
 import { BatchQueue } from "../scheduling/batch-queue.js";
 import type { Task } from "../scheduling/task.js";
 import type { ChannelFactory } from "../workers/channel.js";
-import type { BatchItem, LoadFailedMessage, LoadedMessage, ResultMessage } from "../workers/messages.js";
+import type { BatchItem, LoadFailedMessage, LoadedMessage, RequestLimits, ResultMessage } from "../workers/messages.js";
 import { Pool, type PoolOwner } from "../workers/pool.js";
 import { attached } from "../workers/transfer.js";
 import type { ModelSpec } from "./repository.js";
@@ -16,6 +16,8 @@ export interface ModelPoolOptions {
   /** Workers in the pool. */
   workers: number;
   channel: ChannelFactory;
+  /** What one request may make a worker allocate. */
+  limits: RequestLimits;
   /** Most requests one model may hold queued; more are refused with 429. */
   capacity: number;
   /** Cap on one batch's run on a worker, in ms. */
@@ -176,6 +178,7 @@ export class ModelPool implements PoolOwner {
         maxBatchSize: 1,
         timeoutMs: options.timeoutMs,
         env: undefined,
+        limits: options.limits,
         channel: options.channel,
         logger: options.logger,
         metrics: options.metrics.stage("models"),

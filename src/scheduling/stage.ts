@@ -3,7 +3,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics, StageMetrics } from "../metrics/registry.js";
 import type { ResolvedStageOptions } from "../stage-options.js";
 import type { ChannelFactory } from "../workers/channel.js";
-import type { BatchItem, ItemResult, ResultMessage } from "../workers/messages.js";
+import type { BatchItem, ItemResult, RequestLimits, ResultMessage } from "../workers/messages.js";
 import { Pool, type PoolOwner } from "../workers/pool.js";
 import { attached } from "../workers/transfer.js";
 import { BatchQueue } from "./batch-queue.js";
@@ -23,6 +23,8 @@ export interface StageContext {
   /** Default cap on one forward call, in ms (the server's `--timeout`). */
   timeoutMs: number;
   channel: ChannelFactory;
+  /** What one request may make a worker allocate. */
+  limits: RequestLimits;
   logger: Logger;
   metrics: Metrics;
 }
@@ -61,6 +63,7 @@ export class Stage implements PoolOwner {
         maxBatchSize: options.maxBatchSize,
         timeoutMs: options.timeoutMs ?? context.timeoutMs,
         env: options.env,
+        limits: context.limits,
         channel: context.channel,
         logger: context.logger,
         metrics: this.#metrics,

@@ -15,6 +15,7 @@ import { resolveStageOptions, type Isolation, type ResolvedStageOptions, type St
 import type { WorkerClass } from "../worker.js";
 import { workerContext } from "../workers/context.js";
 import type { ChannelFactory } from "../workers/channel.js";
+import type { RequestLimits } from "../workers/messages.js";
 import { processChannel } from "../workers/process-channel.js";
 import { threadChannel } from "../workers/thread-channel.js";
 import { ApiDocs } from "./docs.js";
@@ -136,7 +137,7 @@ export class Server {
 
   // The stages and the routes' pipelines. `oneWorker` starts a single worker per stage.
   #build(config: ServerConfig, logger: Logger, metrics: Metrics, oneWorker = false): { stages: Stage[]; routes: Map<string, Route> } {
-    const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, logger, metrics };
+    const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, limits: requestLimits(config), logger, metrics };
     const stages = this.#specs.map((spec, index) => {
       const options = oneWorker ? { ...spec.options, num: 1, env: spec.options.env?.slice(0, 1) } : spec.options;
       return new Stage(spec.name, index, spec.cls.name, options, { ...context, channel: CHANNELS[options.isolation] });
@@ -234,6 +235,7 @@ export class Server {
     return new ModelPool({
       workers: config.workers,
       channel: CHANNELS[config.modelIsolation],
+      limits: requestLimits(config),
       capacity: config.capacity,
       timeoutMs: config.timeoutMs,
       memoryBytes: config.modelMemoryBytes === 0 ? Infinity : config.modelMemoryBytes,
@@ -260,6 +262,10 @@ export class Server {
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);
   }
+}
+
+function requestLimits(config: ServerConfig): RequestLimits {
+  return { maxTensorElements: config.maxTensorElements, maxBytesElements: config.maxBytesElements };
 }
 
 function isArgv(value: readonly string[] | ServerConfig): value is readonly string[] {

@@ -9,6 +9,14 @@ import type { TensorMetadata } from "../models/settings.js";
 import type { JsonSchema } from "../schema.js";
 import type { RequestMeta } from "../worker.js";
 
+/** What one request may make a worker allocate: `--max-tensor-elements`, `--max-bytes-elements`. */
+export interface RequestLimits {
+  /** Most tensor elements of one request, all inputs together. */
+  maxTensorElements: number;
+  /** Most BYTES (string) elements of one request. */
+  maxBytesElements: number;
+}
+
 /** What a worker needs to know to start, given when it is spawned. */
 export interface WorkerBoot {
   /** URL of the module that registers the stages (the server's main module). */
@@ -23,6 +31,8 @@ export interface WorkerBoot {
   maxBatchSize: number;
   /** How many workers the stage runs. */
   num: number;
+  /** Bounds on what one request may make the worker allocate, from the server's flags. */
+  limits: RequestLimits;
   /**
    * When true the worker hosts models of the shared pool (load, unload, batches naming their
    * model) instead of a stage's Worker; the stage fields are then unused.

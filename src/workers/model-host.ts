@@ -6,7 +6,7 @@ import type { V2InferenceRequest, V2Tensor } from "../models/v2/types.js";
 import { OnnxWorker, type Tensors } from "../runtimes/onnx.js";
 import { isDynamic, type TensorSpec } from "../runtimes/tensor.js";
 import type { WorkerClass } from "../worker.js";
-import type { BatchItem, BatchMessage, FromWorker, ItemResult, LoadMessage, ResultMessage, ToWorker } from "./messages.js";
+import type { BatchItem, BatchMessage, FromWorker, ItemResult, LoadMessage, RequestLimits, ResultMessage, ToWorker } from "./messages.js";
 import { importServerModule } from "./module-loader.js";
 import { WorkerRuntime } from "./runtime.js";
 import { transferablesOf } from "./transfer.js";
@@ -47,6 +47,7 @@ export class ModelHost {
 
   constructor(
     readonly workerId: number,
+    readonly limits: RequestLimits,
     readonly send: (message: FromWorker) => void,
   ) {}
 
@@ -70,7 +71,7 @@ export class ModelHost {
 
   async #load(message: LoadMessage): Promise<FromWorker> {
     try {
-      const boot = { moduleUrl: message.runtime, stageIndex: -1, stageName: message.model, className: "", workerId: this.workerId, maxBatchSize: message.maxBatchSize, num: message.workers };
+      const boot = { moduleUrl: message.runtime, stageIndex: -1, stageName: message.model, className: "", workerId: this.workerId, maxBatchSize: message.maxBatchSize, num: message.workers, limits: this.limits };
       const { cls, adapter } = message.runtime === "onnx" ? onnxModel(message) : await moduleModel(message);
       // The Worker's own metrics are labelled with its model, which shares the worker with others.
       const label = message.version === "" ? message.name : `${message.name}/${message.version}`;

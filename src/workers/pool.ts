@@ -3,7 +3,7 @@ import type { Logger } from "../logger.js";
 import type { StageMetrics, WorkerMetricsReport } from "../metrics/registry.js";
 import type { Task } from "../scheduling/task.js";
 import type { Channel, ChannelFactory } from "./channel.js";
-import type { BatchMessage, FromWorker, LoadFailedMessage, LoadedMessage, ReadyMessage, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
+import type { BatchMessage, RequestLimits, FromWorker, LoadFailedMessage, LoadedMessage, ReadyMessage, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
 
 /** What a pool tells the stage, or the model pool, that owns it. */
 export interface PoolOwner {
@@ -33,6 +33,8 @@ export interface PoolOptions {
   /** Cap on one `forward()` call, in ms. */
   timeoutMs: number;
   env: Record<string, string>[] | undefined;
+  /** What one request may make a worker allocate. */
+  limits: RequestLimits;
   channel: ChannelFactory;
   /** The workers host models of the shared pool instead of a stage's Worker. */
   host?: boolean;
@@ -194,6 +196,7 @@ export class Pool {
       workerId,
       maxBatchSize: o.maxBatchSize,
       num: o.num,
+      limits: o.limits,
     };
     if (o.host) boot.host = true;
     handle.channel = o.channel(boot, o.env?.[workerId - 1], {

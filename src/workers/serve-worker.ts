@@ -50,7 +50,7 @@ export async function serveWorker(boot: WorkerBoot, link: WorkerLink): Promise<v
 // Its code is imported only here, so that a stage's worker does not load the V2 codecs.
 async function serveModels(boot: WorkerBoot, link: WorkerLink, work: Work): Promise<void> {
   const { ModelHost } = await import("./model-host.js");
-  const host = new ModelHost(boot.workerId, (message) => link.post(message, []));
+  const host = new ModelHost(boot.workerId, boot.limits, (message) => link.post(message, []));
   work.serve(async (message) => {
     try {
       const reply = await host.receive(message);
