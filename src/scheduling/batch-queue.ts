@@ -5,14 +5,14 @@ import type { Task } from "./task.js";
 
 /**
  * A queue of tasks with its batch policy: what a stage and a model of the shared pool both put
- * their requests in. It answers "which tasks leave now", drops what settled while queued, fails
- * what outlived its deadline, and wakes its owner when a partial batch has waited long enough.
- * Who sends the batch, and to which worker, is the owner's business.
+ * their requests in. It answers "which tasks leave now", fails what outlived its deadline, and
+ * wakes its owner when a partial batch has waited long enough. A task that settles while queued
+ * (its deadline timer, its client gone) leaves at once, whether or not a worker ever pulls. Who
+ * sends the batch, and to which worker, is the owner's business.
  */
 export class BatchQueue {
+  /** Tasks waiting, none of them settled. */
   readonly #queue = new Fifo<Task>();
-  /** Queued tasks that have not settled: what capacity counts. */
-  #queued = 0;
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Infinity;
 
@@ -26,11 +26,13 @@ export class BatchQueue {
     readonly wake: () => void,
     /** Records how long each task that leaves waited, in ms. */
     readonly waited: (ms: number) => void,
+    /** The clock of tasks' arrivals and deadlines (`performance.now()`). */
+    readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** Tasks waiting that have not settled. */
+  /** Tasks waiting: what capacity counts. */
   get queued(): number {
-    return this.#queued;
+    return this.#queue.length;
   }
 
   /**
@@ -38,17 +40,16 @@ export class BatchQueue {
    * full; one coming from an earlier stage was already accepted and is always queued.
    */
   admit(task: Task): ShoalError | undefined {
-    if (task.ingress && this.#queued >= this.capacity) return new ShoalError("QUEUE_FULL", `the queue of ${this.owner} is full`);
-    task.enqueuedAt = performance.now();
+    if (task.ingress && this.#queue.length >= this.capacity) return new ShoalError("QUEUE_FULL", `the queue of ${this.owner} is full`);
+    task.enqueuedAt = this.now();
     task.queuedIn = this;
     this.#queue.push(task);
-    this.#queued++;
     return undefined;
   }
 
-  /** Called by a queued task that settles (deadline, disconnect): it no longer counts. */
-  unqueue(): void {
-    this.#queued--;
+  /** Called by a queued task that settles (deadline, disconnect): it leaves the queue now. */
+  unqueue(task: Task): void {
+    this.#queue.remove(task);
   }
 
   /**
@@ -59,14 +60,10 @@ export class BatchQueue {
    * those are answered 408 here and never dispatched.
    */
   next(size?: (send: number) => number): Task[] | undefined {
-    let head = this.#queue.peek();
-    while (head !== undefined && head.settled) {
-      this.#queue.shift();
-      head = this.#queue.peek();
-    }
+    const head = this.#queue.peek();
     if (head === undefined) return undefined;
-    const now = performance.now();
-    const decision = decideBatch(this.#queued, head.enqueuedAt, now, this.policy);
+    const now = this.now();
+    const decision = decideBatch(this.#queue.length, head.enqueuedAt, now, this.policy);
     if ("wakeAt" in decision) {
       this.#wakeAt(decision.wakeAt, now);
       return undefined;
@@ -78,9 +75,7 @@ export class BatchQueue {
   drain(): Task[] {
     const tasks: Task[] = [];
     for (let task = this.#queue.shift(); task !== undefined; task = this.#queue.shift()) {
-      if (task.settled) continue;
       task.queuedIn = null;
-      this.#queued--;
       tasks.push(task);
     }
     return tasks;
@@ -91,9 +86,7 @@ export class BatchQueue {
     while (tasks.length < count) {
       const task = this.#queue.shift();
       if (task === undefined) break;
-      if (task.settled) continue;
       task.queuedIn = null;
-      this.#queued--;
       if (task.deadline <= now) {
         task.fail(new ShoalError("TIMEOUT", "the deadline passed while the request was queued"));
         continue;

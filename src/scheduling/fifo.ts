@@ -32,6 +32,23 @@ export class Fifo<T> {
     return item;
   }
 
+  /**
+   * Removes `item` wherever it is; false when it is not there. The search starts at the oldest:
+   * items mostly leave early in arrival order (one timeout for all), so it is short.
+   */
+  remove(item: T): boolean {
+    const mask = this.#items.length - 1;
+    let at = 0;
+    while (at < this.#length && this.#items[(this.#head + at) & mask] !== item) at++;
+    if (at === this.#length) return false;
+    // Close the gap from the head's side: the items before it move up by one.
+    for (let i = at; i > 0; i--) this.#items[(this.#head + i) & mask] = this.#items[(this.#head + i - 1) & mask];
+    this.#items[this.#head] = undefined;
+    this.#head = (this.#head + 1) & mask;
+    this.#length--;
+    return true;
+  }
+
   // Capacity stays a power of two so that wrapping is a mask, not a modulo.
   #grow(): void {
     const old = this.#items;

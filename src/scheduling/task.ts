@@ -85,7 +85,7 @@ export class Task {
     this.settled = true;
     this.payload = undefined;
     this.transfer = undefined;
-    this.queuedIn?.unqueue();
+    this.queuedIn?.unqueue(this);
     this.queuedIn = null;
     this.#reply.release();
     return true;
