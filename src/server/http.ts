@@ -45,7 +45,11 @@ export class HttpFront {
   readonly #delegate: Delegate | undefined;
   readonly #log: Logger;
   #inFlight = 0;
+  /** The tasks of requests accepted and not yet answered. */
+  readonly #accepted = new Set<Task>();
   #draining = false;
+  /** Set when the server gave up: the answer of every request accepted from then on. */
+  #abandoned: ShoalError | undefined;
   #drained: (() => void) | undefined;
 
   constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics, docs: ApiDocs, logger: Logger, delegate?: Delegate) {
@@ -105,6 +109,17 @@ export class HttpFront {
         resolve();
       };
     });
+  }
+
+  /**
+   * The server gives up (its workers cannot start): every accepted request is answered with
+   * `error` now, one whose body is still arriving gets it when the body ends, and new requests
+   * are refused as while draining.
+   */
+  abandon(error: ShoalError): void {
+    this.#draining = true;
+    this.#abandoned = error;
+    for (const task of this.#accepted) task.fail(error);
   }
 
   /** Closes every connection and releases the port. */
@@ -208,15 +223,18 @@ export class HttpFront {
     const meta = { requestId, headers: req.headers, deadline: Date.now() - (performance.now() - arrival) + timeoutMs, route: route.path };
     const exchange = new Exchange(this, route, arrival, res, requestId);
     const task = new Task(route, meta, arrival + timeoutMs, bytes, transfer, exchange);
+    exchange.task = task;
+    this.#accepted.add(task);
     this.#inFlight++;
     exchange.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));
     res.on("close", () => task.drop());
-    const refused = admit(task);
+    const refused = this.#abandoned ?? admit(task);
     if (refused !== undefined) task.fail(refused);
   }
 
-  /** An exchange has settled. */
-  released(): void {
+  /** The task of an accepted request has settled. */
+  released(task: Task): void {
+    this.#accepted.delete(task);
     if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
   }
 
@@ -265,6 +283,7 @@ export class HttpFront {
 /** The answer side of one accepted request. */
 class Exchange implements Reply {
   timer: NodeJS.Timeout | undefined;
+  task!: Task;
 
   constructor(
     readonly front: HttpFront,
@@ -288,7 +307,7 @@ class Exchange implements Reply {
 
   release(): void {
     clearTimeout(this.timer);
-    this.front.released();
+    this.front.released(this.task);
   }
 }
 

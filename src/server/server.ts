@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { loadConfig, type ServerConfig } from "../config.js";
+import { ShoalError } from "../errors.js";
 import { createLogger, type Logger } from "../logger.js";
 import { Metrics } from "../metrics/registry.js";
 import { Catalog, type ModelSources } from "../models/catalog.js";
@@ -117,7 +118,8 @@ export class Server {
    * command does), starts the HTTP server and the workers, and resolves with the address it
    * listens on once every worker is ready; inside a worker it resolves with undefined at once.
    * Exits the process with a one-line error if the configuration is wrong, the port is taken or
-   * a worker cannot start; drains and exits 0 on SIGTERM or SIGINT.
+   * a worker's code cannot start (the same error twice in a row, or 5 failed attempts; requests
+   * accepted meanwhile are answered 503 first); drains and exits 0 on SIGTERM or SIGINT.
    */
   async run(argv: readonly string[] | ServerConfig = process.argv.slice(2)): Promise<AddressInfo | undefined> {
     if (workerContext() !== undefined) return undefined;
@@ -195,6 +197,8 @@ export class Server {
     try {
       await Promise.all([...stages.map((s) => s.pool.start()), modelPool?.start()]);
     } catch (err) {
+      // Giving up: what was accepted meanwhile is answered before the process exits.
+      front.abandon(new ShoalError("NOT_READY", "the server could not start"));
       await Promise.all(pools.map((pool) => pool.close()));
       await front.close();
       throw err;

@@ -4,6 +4,7 @@ import type { StageMetrics, WorkerMetricsReport } from "../metrics/registry.js";
 import type { Task } from "../scheduling/task.js";
 import type { Channel, ChannelFactory } from "./channel.js";
 import type { BatchMessage, RequestLimits, FromWorker, LoadFailedMessage, LoadedMessage, ReadyMessage, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
+import { restartDelayMs, startVerdict } from "./restart-policy.js";
 
 /** What a pool tells the stage, or the model pool, that owns it. */
 export interface PoolOwner {
@@ -65,9 +66,18 @@ class WorkerHandle {
   constructor(readonly workerId: number) {}
 }
 
-// Back-off for workers that keep failing at start-up: 100 ms, doubling, at most 10 s.
-const BACKOFF_FIRST_MS = 100;
-const BACKOFF_MAX_MS = 10_000;
+/** What the pool remembers of one worker id across the workers that hold it in turn. */
+class Slot {
+  /** Attempts in a row that died before they were ready. */
+  failures = 0;
+  /** The fatal error the last of them reported, if it did. */
+  fatal: string | undefined;
+  /** A worker of this id has been ready: its start-up is over, and a death is a crash to recover from. */
+  wasReady = false;
+  /** The next attempt, waiting out its back-off. */
+  restart: NodeJS.Timeout | undefined;
+}
+
 // A worker asked to stop that has not said `stopping` by then is busy in synchronous code: ending
 // it by force is safe. One that has said it gets the forward timeout, at least STOP_MIN_MS, to
 // finish what it runs.
@@ -84,14 +94,15 @@ export class Pool {
   readonly #log: Logger;
   readonly #idle: WorkerHandle[] = [];
   readonly #handles = new Map<number, WorkerHandle>();
+  readonly #slots = new Map<number, Slot>();
   /**
    * What the stage's workers declared when they became ready: content-type, warm-up example and
    * schemas. Undefined until the first worker is ready.
    */
   declared: ReadyMessage | undefined;
-  #backoffMs = 0;
   #closing = false;
-  #started = false;
+  /** Settles `start()`: set while some worker id has never been ready. */
+  #startup: { resolve(): void; reject(err: Error): void } | undefined;
 
   constructor(options: PoolOptions, owner: PoolOwner) {
     this.#options = options;
@@ -122,21 +133,19 @@ export class Pool {
     return ids;
   }
 
-  /** Spawns every worker; resolves when all are ready, rejects if one cannot start. */
+  /**
+   * Spawns every worker; resolves when each has been ready once. Workers serve as soon as they
+   * are ready. One that dies before it is ready is started again after a back-off; start-up
+   * fails (rejects with a one-line reason) only when the user's code fails the same way twice in
+   * a row or a worker used up its attempts (see restart-policy.ts). A worker that was ready and
+   * dies is replaced at once, during start-up as after it.
+   */
   start(): Promise<void> {
-    const ids = Array.from({ length: this.#options.num }, (_, i) => i + 1);
     return new Promise<void>((resolve, reject) => {
-      let waiting = ids.length;
-      for (const id of ids) {
-        this.#spawn(id, {
-          ready: () => {
-            if (--waiting === 0) {
-              this.#started = true;
-              resolve();
-            }
-          },
-          failed: (reason) => reject(new Error(`${this.#options.stageName} worker ${id} could not start: ${reason}`)),
-        });
+      this.#startup = { resolve, reject };
+      for (let id = 1; id <= this.#options.num; id++) {
+        this.#slots.set(id, new Slot());
+        this.#spawn(id);
       }
     });
   }
@@ -165,6 +174,7 @@ export class Pool {
   /** Stops every worker once what it runs is done; resolves when all have exited. */
   async close(): Promise<void> {
     this.#closing = true;
+    for (const slot of this.#slots.values()) clearTimeout(slot.restart);
     await Promise.all([...this.#handles.values()].map((handle) => this.#stop(handle)));
   }
 
@@ -184,7 +194,7 @@ export class Pool {
     return handle.exited;
   }
 
-  #spawn(workerId: number, startup?: { ready(): void; failed(reason: string): void }): void {
+  #spawn(workerId: number): void {
     const o = this.#options;
     const handle = new WorkerHandle(workerId);
     this.#handles.set(workerId, handle);
@@ -200,12 +210,12 @@ export class Pool {
     };
     if (o.host) boot.host = true;
     handle.channel = o.channel(boot, o.env?.[workerId - 1], {
-      message: (message) => this.#onMessage(handle, message, startup),
-      exit: (reason) => this.#onExit(handle, reason, startup),
+      message: (message) => this.#onMessage(handle, message),
+      exit: (reason) => this.#onExit(handle, reason),
     });
   }
 
-  #onMessage(handle: WorkerHandle, message: FromWorker, startup?: { ready(): void }): void {
+  #onMessage(handle: WorkerHandle, message: FromWorker): void {
     if (message.kind === "stopping") {
       clearTimeout(handle.stopTimer);
       handle.stopTimer = setTimeout(() => handle.channel.terminate(), Math.max(this.#options.timeoutMs, STOP_MIN_MS));
@@ -214,18 +224,25 @@ export class Pool {
     // A replaced worker still finishing its last call: only its logs matter now.
     if (this.#handles.get(handle.workerId) !== handle && message.kind !== "log") return;
     switch (message.kind) {
-      case "ready":
+      case "ready": {
         if (this.#closing) return;
         handle.state = "idle";
         handle.contentType = message.contentType;
         this.declared = message;
-        this.#backoffMs = 0;
+        const slot = this.#slots.get(handle.workerId)!;
+        slot.failures = 0;
+        slot.fatal = undefined;
+        slot.wasReady = true;
         this.#idle.push(handle);
         this.#log.debug({ worker: handle.workerId }, "worker ready");
-        startup?.ready();
+        if (this.#startup !== undefined && [...this.#slots.values()].every((s) => s.wasReady)) {
+          this.#startup.resolve();
+          this.#startup = undefined;
+        }
         this.#owner.onWorkerUp?.(handle.workerId);
         this.#owner.onWorkerFree(handle.workerId);
         return;
+      }
       case "result": {
         if (handle.batch === null || message.seq !== handle.seq) return;
         clearTimeout(handle.timer);
@@ -272,7 +289,7 @@ export class Pool {
     if (!this.#closing) this.#spawn(handle.workerId);
   }
 
-  #onExit(handle: WorkerHandle, reason: string, startup?: { failed(reason: string): void }): void {
+  #onExit(handle: WorkerHandle, reason: string): void {
     const wasStarting = handle.state === "starting";
     handle.state = "gone";
     clearTimeout(handle.timer);
@@ -290,20 +307,38 @@ export class Pool {
       this.#owner.onBatchLost(tasks, new ShoalError("WORKER_DIED", "the worker running this request died"));
     }
     if (this.#closing) return;
-    if (!wasStarting) this.#owner.onWorkerGone?.(handle.workerId);
-    const why = handle.fatal?.message || reason;
-    if (handle.fatal?.stack !== undefined) this.#log.error({ worker: handle.workerId, err: handle.fatal.stack }, "worker failed to start");
-    if (!this.#started && startup) {
-      startup.failed(why);
+    const workerId = handle.workerId;
+    if (!wasStarting) {
+      // One that served is replaced at once.
+      this.#owner.onWorkerGone?.(workerId);
+      this.#log.error({ worker: workerId, reason }, "worker died; replacing it");
+      this.#restart(workerId, 0);
       return;
     }
-    // A worker that dies before it is ready is likely to die again: back off. One that served
-    // is replaced at once.
-    const delay = wasStarting ? (this.#backoffMs = Math.min(BACKOFF_MAX_MS, this.#backoffMs * 2 || BACKOFF_FIRST_MS)) : 0;
-    this.#log.error({ worker: handle.workerId, reason: why, restartInMs: delay }, "worker died; replacing it");
+    // One that dies before it is ready is likely to die again: back off, and give up at
+    // start-up when the user's code keeps failing.
+    const slot = this.#slots.get(workerId)!;
+    const fatal = handle.fatal?.message;
+    const failed = { attempt: ++slot.failures, fatal, previousFatal: slot.fatal, exit: reason };
+    slot.fatal = fatal;
+    const verdict = this.#startup !== undefined && !slot.wasReady ? startVerdict(failed) : undefined;
+    const delay = restartDelayMs(slot.failures);
+    const fields = { worker: workerId, reason: fatal ?? reason, attempt: slot.failures, ...(verdict === undefined ? { restartInMs: delay } : {}) };
+    this.#log.error(handle.fatal?.stack === undefined ? fields : { ...fields, err: handle.fatal.stack }, "worker failed to start");
+    if (verdict !== undefined) {
+      this.#startup!.reject(new Error(`${this.#options.stageName} worker ${workerId} ${verdict}`));
+      this.#startup = undefined;
+      return;
+    }
+    this.#restart(workerId, delay);
+  }
+
+  #restart(workerId: number, delayMs: number): void {
     this.#options.metrics.restart();
-    setTimeout(() => {
-      if (!this.#closing) this.#spawn(handle.workerId);
-    }, delay);
+    const slot = this.#slots.get(workerId)!;
+    slot.restart = setTimeout(() => {
+      slot.restart = undefined;
+      if (!this.#closing) this.#spawn(workerId);
+    }, delayMs);
   }
 }
