@@ -1,5 +1,6 @@
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { ControlQueue, withDeadline, type ControlKind } from "./control-queue.js";
 import type { ModelPool, ModelVersion } from "./model-pool.js";
 import { defaultVersion, scanRepository, specsOf, type ModelSpec } from "./repository.js";
 import { SettingsError, type ModelSettings } from "./settings.js";
@@ -24,21 +25,25 @@ const INDEX_STATE = { ready: "READY", loading: "LOADING", unloading: "UNLOADING"
 /**
  * The models a server knows, from its sources, over the shared pool: finds a model version for
  * a request, and loads, reloads and unloads models by name. Settings files are read again on
- * each load, so that a changed file takes effect.
+ * each load, so that a changed file takes effect. The loads and unloads of a model run one at a
+ * time (see {@link ControlQueue}), and each is answered within `controlTimeoutMs`.
  */
 export class Catalog {
   /** Settings files that did not validate at the last scan, by the folder name of their model. */
   #broken = new Map<string, SettingsError>();
+  readonly #control = new ControlQueue();
 
   constructor(
     readonly sources: ModelSources,
     readonly pool: ModelPool,
     readonly logger: Logger,
+    /** How long a load or unload request waits for its outcome before it is answered 503. */
+    readonly controlTimeoutMs = 60_000,
   ) {}
 
   /** Reads every source and registers its models with the pool (before it starts). */
   register(): void {
-    for (const spec of this.#scan()) void this.pool.load(spec);
+    for (const spec of this.#scan()) this.pool.register(spec);
   }
 
   /** The version `version` of `name`, or its default version; a 404 when there is none. */
@@ -66,9 +71,30 @@ export class Catalog {
   /**
    * Loads every version of `name` from its source (reloading those loaded, without dropping a
    * request), and unloads loaded versions that are no longer there. Rejects with a 404 when no
-   * source has the model, a 400 when its settings are broken, and the load's error otherwise.
+   * source has the model, a 400 when its settings are broken, a 409 when the model has too many
+   * operations under way, a 503 when it is not done within the control timeout (it goes on), and
+   * the load's error otherwise.
    */
-  async load(name: string): Promise<void> {
+  load(name: string): Promise<void> {
+    return this.#queued(name, "load", () => this.#load(name));
+  }
+
+  /**
+   * Unloads every version of `name` once their requests are answered; a 404 when none is loaded,
+   * and a 409 or 503 as for {@link load}.
+   */
+  unload(name: string): Promise<void> {
+    return this.#queued(name, "unload", () => this.#unload(name));
+  }
+
+  // Runs a control operation after those of the model queued before it, within the deadline.
+  #queued(name: string, kind: ControlKind, operation: () => Promise<void>): Promise<void> {
+    const ms = this.controlTimeoutMs;
+    const late = () => new ShoalError("NOT_READY", `the ${kind} of model '${name}' is still under way after ${ms} ms; it goes on, and the repository index shows its state`);
+    return withDeadline(this.#control.run(name, kind, operation), ms, late);
+  }
+
+  async #load(name: string): Promise<void> {
     const specs = this.#scan().filter((s) => s.name === name);
     const broken = this.#broken.get(name);
     if (specs.length === 0) throw broken === undefined ? new ShoalError("NOT_FOUND", `model '${name}'`) : new ShoalError("BAD_REQUEST", broken.message);
@@ -81,8 +107,7 @@ export class Catalog {
     }));
   }
 
-  /** Unloads every version of `name` once their requests are answered; a 404 when none is loaded. */
-  async unload(name: string): Promise<void> {
+  async #unload(name: string): Promise<void> {
     const loaded = this.pool.versions().filter((m) => m.spec.name === name && m.state !== "unloaded");
     if (loaded.length === 0) throw new ShoalError("NOT_FOUND", `model '${name}' is not loaded`);
     await Promise.all(loaded.map((m) => this.pool.unload(m)));

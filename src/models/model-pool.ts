@@ -57,9 +57,13 @@ class Instance {
   /** Some replica found no room in the memory budget. */
   noRoom = false;
   metadata: ModelMetadata | undefined;
-  /** Settles when no worker is still loading it. */
-  readonly settled: Promise<void>;
-  #settle!: () => void;
+  /**
+   * Settles once its load is over: with undefined when it serves, or with why it does not (it
+   * failed, or it was dropped before it loaded). Never rejects.
+   */
+  readonly settled: Promise<ShoalError | undefined>;
+  #settle!: (outcome: ShoalError | undefined) => void;
+  #loading = true;
 
   constructor(
     readonly key: string,
@@ -68,8 +72,15 @@ class Instance {
     this.settled = new Promise((resolve) => (this.#settle = resolve));
   }
 
-  done(): void {
-    this.#settle();
+  /** Whether its load is still under way: a load of its model may join it. */
+  get loading(): boolean {
+    return this.#loading;
+  }
+
+  /** Ends its load with `outcome`; later calls change nothing. */
+  done(outcome: ShoalError | undefined): void {
+    this.#loading = false;
+    this.#settle(outcome);
   }
 }
 
@@ -163,10 +174,16 @@ export class ModelPool implements PoolOwner {
   readonly #hosted = new Map<number, Set<Instance>>();
   readonly #flights = new Map<Task[], Flight>();
   #generation = 0;
+  /** Settles once start-up has begun loading the models (rejects if the workers did not start). */
+  readonly #startup: Promise<void>;
+  #begin!: (error?: ShoalError) => void;
   #started = false;
 
   constructor(options: ModelPoolOptions) {
     this.#options = options;
+    this.#startup = new Promise((resolve, reject) => (this.#begin = (error) => (error === undefined ? resolve() : reject(error))));
+    // A pool that never starts has no control request to fail, or one that gets this error.
+    this.#startup.catch(() => {});
     this.#log = options.logger.child({ pool: "models" });
     this.pool = new Pool(
       {
@@ -201,40 +218,59 @@ export class ModelPool implements PoolOwner {
 
   /** Starts the workers, then loads every model; resolves when each load has succeeded or failed. */
   async start(): Promise<void> {
-    await this.pool.start();
+    try {
+      await this.pool.start();
+    } catch (err) {
+      this.#begin(new ShoalError("NOT_READY", "the shared pool did not start"));
+      throw err;
+    }
     this.#started = true;
-    await Promise.all(this.versions().map((m) => this.#load(m)));
+    const loads = this.versions().map((m) => this.#load(m));
+    this.#begin();
+    await Promise.all(loads);
+  }
+
+  /** Adds a model version to be loaded when the pool starts. */
+  register(spec: ModelSpec): void {
+    this.#version(spec);
   }
 
   /**
    * Loads a model version, or reloads it when it is loaded: the new instance serves before the
-   * old one goes. Resolves when it is ready; rejects with why it could not load.
+   * old one goes. Resolves when it is ready; rejects with why it could not load. A load under
+   * way with the same settings (at start-up, or for a request of an evicted model) is joined;
+   * one with other settings is waited for, then this one loads. During start-up it waits for
+   * the workers.
    */
   async load(spec: ModelSpec): Promise<void> {
-    const key = keyOf(spec.name, spec.version);
-    let model = this.#versions.get(key);
+    await this.#startup;
+    const model = this.#version(spec);
     // A load during an unload waits for it, then starts afresh.
-    if (model?.state === "unloading") await model.drained();
-    if (model === undefined) {
-      model = new ModelVersion(spec, this, this.#options.capacity, this.#options.metrics);
-      this.#versions.set(key, model);
-    } else {
-      model.spec = spec;
+    if (model.state === "unloading") await model.drained();
+    let under = this.#underWay(model);
+    while (under !== undefined && !sameSpec(model.spec, spec)) {
+      await under.settled;
+      under = this.#underWay(model);
     }
-    if (!this.#started) return;
-    await this.#load(model);
-    if (!model.ready) throw model.current?.failure ?? new ShoalError("NOT_READY", model.reason);
+    if (under === undefined) model.spec = spec;
+    const outcome = await (under?.settled ?? this.#load(model));
+    if (outcome !== undefined) throw outcome;
   }
 
-  /** Unloads a version once its queued and running requests are answered. */
+  /**
+   * Unloads a version once its queued and running requests are answered. A load of it still
+   * under way is dropped, and its waiters are answered 409.
+   */
   async unload(model: ModelVersion): Promise<void> {
+    await this.#startup;
     if (model.state === "unloaded") return;
     model.state = "unloading";
     model.reason = "unloading";
     this.pump();
     await model.drained();
-    this.#drop(model.current);
-    this.#drop(model.next);
+    const why = "it was unloaded before it finished loading";
+    this.#drop(model.current, why);
+    this.#drop(model.next, why);
     model.current = model.next = undefined;
     model.state = "unloaded";
     model.reason = "unloaded";
@@ -367,23 +403,37 @@ export class ModelPool implements PoolOwner {
     this.#retire(model, instance);
   }
 
-  // Loads a version that is not loaded, or reloads one that is; resolves when the load settles.
-  async #load(model: ModelVersion): Promise<void> {
+  // Loads a version that is not loaded, or reloads one that is; resolves with the load's outcome.
+  #load(model: ModelVersion): Promise<ShoalError | undefined> {
     const instance = new Instance(`${model.spec.name}:${model.spec.version}#${++this.#generation}`, model);
     this.#instances.set(instance.key, instance);
+    const why = "a newer load replaced this one";
     const reload = model.current !== undefined && model.state === "ready";
     if (reload) {
-      this.#drop(model.next);
+      this.#drop(model.next, why);
       model.next = instance;
     } else {
-      this.#drop(model.current);
+      this.#drop(model.current, why);
       model.current = instance;
       model.state = "loading";
       model.reason = "loading";
     }
     this.#place(instance);
     if (instance.pending.size === 0) this.#settled(instance);
-    await instance.settled;
+    return instance.settled;
+  }
+
+  // The instance of `model` whose load is under way, if any.
+  #underWay(model: ModelVersion): Instance | undefined {
+    return [model.next, model.current].find((i) => i?.loading);
+  }
+
+  // The version of `spec`, added if it is new.
+  #version(spec: ModelSpec): ModelVersion {
+    const key = keyOf(spec.name, spec.version);
+    let model = this.#versions.get(key);
+    if (model === undefined) this.#versions.set(key, (model = new ModelVersion(spec, this, this.#options.capacity, this.#options.metrics)));
+    return model;
   }
 
   // Loads `instance` on as many more workers as its model's replicas ask, choosing the workers
@@ -421,16 +471,20 @@ export class ModelPool implements PoolOwner {
     }
   }
 
-  // No worker is still loading `instance`: it is ready if some worker loaded it.
+  // No worker is still loading `instance`: it is ready if some worker loaded it. Its waiters
+  // learn the outcome once the model's state below is set.
   #settled(instance: Instance): void {
     const model = instance.model;
     const loaded = instance.workers.size > 0;
+    instance.done(loaded ? undefined : (instance.failure ?? new ShoalError("NOT_READY", `no worker to load model ${model.label} on`)));
     if (instance === model.next) {
       if (loaded) {
         const old = model.current!;
         model.current = instance;
         model.next = undefined;
         model.metadata = instance.metadata;
+        // Its old instance's workers may have died meanwhile.
+        if (model.state === "loading") [model.state, model.reason] = ["ready", ""];
         this.#log.info({ model: model.label, workers: [...instance.workers] }, "model reloaded");
         this.#retire(model, old);
       } else {
@@ -455,7 +509,6 @@ export class ModelPool implements PoolOwner {
         for (const task of model.queue.drain()) task.fail(new ShoalError("NOT_READY", `model ${model.label} failed to load: ${model.reason}`));
       }
     }
-    instance.done();
     this.pump();
   }
 
@@ -501,9 +554,12 @@ export class ModelPool implements PoolOwner {
     this.pump();
   }
 
-  // Unloads an instance from its workers and forgets it.
-  #drop(instance: Instance | undefined): void {
-    if (instance === undefined || !this.#instances.delete(instance.key)) return;
+  // Unloads an instance from its workers and forgets it. If its load was still under way, its
+  // waiters are answered 409 with `why`.
+  #drop(instance: Instance | undefined, why = "its load was cancelled"): void {
+    if (instance === undefined) return;
+    instance.done(new ShoalError("CONFLICT", `model ${instance.model.label}: ${why}`));
+    if (!this.#instances.delete(instance.key)) return;
     for (const workerId of [...instance.workers, ...instance.pending]) {
       this.#hosted.get(workerId)?.delete(instance);
       this.pool.send(workerId, { kind: "unload", model: instance.key });
@@ -572,6 +628,11 @@ export class ModelPool implements PoolOwner {
   #logUnexpected(model: ModelVersion, stack: string | undefined): void {
     if (stack !== undefined) this.#log.error({ model: model.label, err: stack }, "inference failed");
   }
+}
+
+// Whether two specs load the same thing (they come from the same code, in the same key order).
+function sameSpec(a: ModelSpec, b: ModelSpec): boolean {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
 }
 
 function keyOf(name: string, version: string): string {

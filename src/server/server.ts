@@ -176,7 +176,7 @@ export class Server {
     const docs = new ApiDocs();
     let v2: V2Handler | undefined;
     if (modelPool !== undefined) {
-      const catalog = new Catalog(models!, modelPool, logger);
+      const catalog = new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
       catalog.register();
       v2 = new V2Handler(catalog, health.notReady);
     }
