@@ -15,6 +15,7 @@ import { Worker, type RequestMeta, type WorkerClass } from "../worker.js";
 import { ARRAY_OF, concat, formatShape, isDynamic, isTensorType, readTensor, sameTensor, split, type TensorSpec, type TensorValue, type TypedArray } from "./tensor.js";
 
 export { concat, split, readTensor, toNested, formatShape, type TensorSpec, type TensorType, type TensorValue, type TypedArray } from "./tensor.js";
+export { ElementBudget, type RequestLimits } from "./limits.js";
 
 /** How each worker's ONNX Runtime session runs. */
 export interface OnnxSessionOptions {
