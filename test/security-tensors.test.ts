@@ -137,11 +137,13 @@ describe("MessagePack from clients has no extensions", () => {
     assert.ok(grewMb < 100, `the server grew by ${grewMb.toFixed(0)} MB`);
   });
 
-  test("a stage with the msgpack codec refuses it too", async (t) => {
-    const { reply, grewMb } = await watched(t, echo, () => send(`${echo.url}/echo`, { method: "POST", body: referenceBomb(100), headers: MSGPACK }));
-    assertError(reply, 400, /^decoding error: MessagePack extension type 105 at byte \d+ is not accepted/);
-    assert.ok(reply.elapsedMs < 1000, `answered in ${reply.elapsedMs} ms`);
-    assert.ok(grewMb < 100, `the server grew by ${grewMb.toFixed(0)} MB`);
+  test("a stage with the msgpack codec refuses it too, in a thread or in a process", async (t) => {
+    for (const route of ["/echo", "/echo-process"]) {
+      const { reply, grewMb } = await watched(t, echo, () => send(`${echo.url}${route}`, { method: "POST", body: referenceBomb(100), headers: MSGPACK }));
+      assertError(reply, 400, /^decoding error: MessagePack extension type 105 at byte \d+ is not accepted/);
+      assert.ok(reply.elapsedMs < 1000, `${route}: answered in ${reply.elapsedMs} ms`);
+      assert.ok(grewMb < 100, `${route}: the server grew by ${grewMb.toFixed(0)} MB`);
+    }
   });
 
   test("records, sets and typed arrays are refused; plain MessagePack with bin and timestamps is read", async () => {
