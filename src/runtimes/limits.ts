@@ -8,7 +8,7 @@ import type { RequestLimits } from "../workers/messages.js";
 export type { RequestLimits };
 
 /** No limits: for tensors that do not come from a client (a model's outputs, a client's own reading). */
-export const UNLIMITED: RequestLimits = { maxTensorElements: Infinity, maxBytesElements: Infinity };
+export const UNLIMITED: RequestLimits = Object.freeze({ maxTensorElements: Infinity, maxBytesElements: Infinity });
 
 /** What is left of one request's {@link RequestLimits}, all its tensors together. */
 export class ElementBudget {
