@@ -1,6 +1,7 @@
 import { json, type Codec } from "./codecs.js";
 import { WorkerMetrics } from "./metrics/worker-metrics.js";
 import type { Schema } from "./schema.js";
+import { UNLIMITED, type RequestLimits } from "./runtimes/limits.js";
 
 /** A worker's log: lines go to the server's log, labelled with the stage and worker id. */
 export interface WorkerLog {
@@ -75,6 +76,11 @@ export abstract class Worker {
   maxBatchSize = 1;
   /** How many workers the stage runs in parallel (its `num`). Set before `init()` runs. */
   num = 1;
+  /**
+   * What one request may make this worker allocate: the server's `--max-tensor-elements` and
+   * `--max-bytes-elements`. Set before `init()` runs; unbounded outside a server.
+   */
+  limits: RequestLimits = UNLIMITED;
   /**
    * How the first stage decodes request bodies and the last stage encodes responses.
    * Defaults to JSON; set it to `codecs.msgpack` or `codecs.bytes`, or to your own {@link Codec}.

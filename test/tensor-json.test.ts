@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { toNested, type TensorValue } from "shoal/onnx";
+import { ValidationError } from "../src/errors.js";
+import { ElementBudget } from "../src/runtimes/limits.js";
+import { readTensor, type TensorSpec, type TensorType } from "../src/runtimes/tensor.js";
 import { shortestFloat32, tensorsToJson } from "../src/runtimes/tensor-json.js";
 
 const text = (tensors: Record<string, TensorValue>) => Buffer.from(tensorsToJson(tensors)).toString("utf8");
@@ -121,5 +124,55 @@ describe("tensors as JSON", () => {
     assert.equal((JSON.parse(Buffer.from(first).toString()) as { big: number[] }).big.length, 100_000);
     assert.equal(Buffer.from(second).toString(), '{"small":[1]}');
     assert.equal(first.byteLength, first.buffer.byteLength);
+  });
+});
+
+describe("tensors read from requests", () => {
+  const spec = (name: string, type: TensorType, shape: (number | string)[]): TensorSpec => ({ name, type, shape, batchAxis: shape.findIndex((d) => typeof d === "string") });
+  const X = spec("x", "float32", ["N", 3]);
+  const invalid = (message: string | RegExp) => (err: unknown) => {
+    assert.ok(err instanceof ValidationError, `expected a ValidationError, got ${String(err)}`);
+    if (typeof message === "string") assert.equal(err.message, message);
+    else assert.match(err.message, message);
+    return true;
+  };
+
+  test("nested lists and { data, shape } give the same tensor", () => {
+    const nested = readTensor(X, [[1, 2, 3], [4, 5, 6]]);
+    assert.deepEqual(nested, { type: "float32", shape: [2, 3], data: Float32Array.of(1, 2, 3, 4, 5, 6) });
+    assert.deepEqual(readTensor(X, { data: [1, 2, 3, 4, 5, 6], shape: [2, 3] }), nested);
+  });
+
+  test("the elements of every input of a request count against one budget, before any is made", () => {
+    const budget = new ElementBudget({ maxTensorElements: 10, maxBytesElements: 0 });
+    readTensor(X, [[1, 2, 3], [4, 5, 6]], budget);
+    assert.throws(() => readTensor(spec("y", "float64", ["N", 3]), { data: [0, 0, 0, 0, 0, 0], shape: [2, 3] }, budget), invalid("input 'y': the request would hold 12 tensor elements, more than the server's limit of 10 (--max-tensor-elements)"));
+    readTensor(spec("z", "int8", [4]), [1, 2, 3, 4], budget);
+    assert.throws(() => readTensor(spec("w", "int8", []), 1, budget), invalid(/^input 'w': the request would hold 11 tensor elements/));
+    // A billion claimed: refused by the budget, whatever the data.
+    assert.throws(() => readTensor(X, { data: [], shape: [333_333_334, 3] }, new ElementBudget({ maxTensorElements: 1e6, maxBytesElements: 0 })), invalid(/would hold 1000000002 tensor elements/));
+  });
+
+  test("nested lists are checked against the model's shape and for being rectangular before they are copied", () => {
+    assert.throws(() => readTensor(X, [[[1, 2, 3]]]), invalid("input 'x' expects float32 [N, 3]; got shape [1, 1, 3]"));
+    // The first row speaks for a thousand rows of three that are not there.
+    const ragged = [[1, 2, 3], ...new Array(999).fill([1])];
+    assert.throws(() => readTensor(X, ragged), invalid("input 'x' is not rectangular: [1] has 1 values where 3 were expected; expected float32 [N, 3]"));
+    assert.throws(() => readTensor(X, [[1, 2, 3], 4]), invalid("input 'x' is not rectangular: [1] has a single value where 3 were expected; expected float32 [N, 3]"));
+    assert.throws(() => readTensor(X, [[1, 2, [3]]]), invalid("input 'x' expects float32 values (numbers); element [0, 2] is a list"));
+  });
+
+  test("float elements in lists are finite and within the type's range; binary data is taken as it is", () => {
+    const beyond = /^input 'x' expects finite float32 values within its range \(NaN and infinities travel as binary data only\); element \[0, 1\] is /;
+    for (const v of [Infinity, -Infinity, NaN, 1e39, -3.5e38]) {
+      assert.throws(() => readTensor(X, [[0, v, 0]]), invalid(beyond), String(v));
+      assert.throws(() => readTensor(X, { data: [0, v, 0], shape: [1, 3] }), invalid(/element \[1\] is /), String(v));
+    }
+    assert.deepEqual(readTensor(X, [[3.4e38, -3.4e38, 0]]).data, Float32Array.of(3.4e38, -3.4e38, 0));
+    assert.deepEqual(readTensor(spec("x", "float64", [2]), [1e39, -1e300]).data, Float64Array.of(1e39, -1e300));
+    assert.throws(() => readTensor(spec("x", "float64", [1]), [Infinity]), invalid("input 'x' expects finite float64 values within its range (NaN and infinities travel as binary data only); element [0] is Infinity"));
+    const special = Float32Array.of(NaN, Infinity, 0);
+    assert.equal(readTensor(X, { data: special, shape: [1, 3] }).data, special);
+    assert.ok(Number.isNaN(readTensor(X, { data: new Uint8Array(special.buffer), shape: [1, 3] }).data[0]));
   });
 });

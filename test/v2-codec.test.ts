@@ -19,6 +19,7 @@ import {
   type V2InferenceRequest,
   type V2Tensor,
 } from "../src/models/v2/index.js";
+import { checkDeclaredInputs } from "../src/models/v2/declared.js";
 
 const utf8 = new TextEncoder();
 const text = new TextDecoder();
@@ -292,7 +293,7 @@ describe("V2 JSON tensor data", () => {
     const floats = decodeOne({ datatype: "FP32", shape: [4], data: [null, "NaN", "Infinity", "-Infinity"] }).data as Float32Array;
     assert.ok(Number.isNaN(floats[0]) && Number.isNaN(floats[1]));
     assert.deepEqual([...floats.subarray(2)], [Infinity, -Infinity]);
-    assert.deepEqual(decodeOne({ datatype: "FP16", shape: [3], data: [0.1, null, 1e6] }).data, new Uint16Array([0x2e66, 0x7e00, 0x7c00]));
+    assert.deepEqual(decodeOne({ datatype: "FP16", shape: [4], data: [0.1, null, "Infinity", 65519] }).data, new Uint16Array([0x2e66, 0x7e00, 0x7c00, 0x7bff]));
     assert.deepEqual(decodeOne({ datatype: "BOOL", shape: [4], data: [true, false, 1, 0] }).data, new Uint8Array([1, 0, 1, 0]));
   });
 
@@ -669,7 +670,44 @@ describe("V2 request errors", () => {
     assertClientError(bytesInput([1], [5, 0, 0, 0, 0x61, 0x62]), "input 's': BYTES element 0 is 5 bytes long but only 2 bytes of its binary_data_size remain");
     assertClientError(bytesInput([1], [255, 255, 255, 255]), "input 's': BYTES element 0 is 4294967295 bytes long but only 0 bytes of its binary_data_size remain");
     assertClientError(bytesInput([3], [1, 0, 0, 0, 0x61], [0, 0, 0, 0]), "input 's': binary data holds 2 BYTES elements where shape [3] needs 3");
-    assertClientError(bytesInput([1], [0, 0, 0, 0], [0, 0, 0, 0]), "input 's': binary data holds 2 BYTES elements where shape [1] needs 1");
+    assertClientError(bytesInput([1], [0, 0, 0, 0], [0, 0, 0, 0]), "input 's': binary data holds more than the 1 BYTES elements of shape [1]: 4 bytes are left after them");
+  });
+
+  test("JSON numbers beyond a float datatype's range, which would read as infinities", () => {
+    const float = (datatype: V2Datatype, value: string) => () => decodeInferenceRequest(utf8.encode(`{"inputs":[{"name":"x","datatype":"${datatype}","shape":[2],"data":[0,${value}]}]}`));
+    const hint = 'send an infinity as the string "Infinity" or "-Infinity"';
+    for (const datatype of ["FP16", "FP32", "FP64"] as const) {
+      assertClientError(float(datatype, "1e400"), `input 'x': data[1] is a number beyond the range of doubles (it reads as Infinity); ${hint}`);
+      assertClientError(float(datatype, "-1e400"), `input 'x': data[1] is a number beyond the range of doubles (it reads as -Infinity); ${hint}`);
+    }
+    assertClientError(float("FP32", "3.5e38"), `input 'x': data[1] is 3.5e+38, beyond the range of FP32; ${hint}`);
+    assertClientError(float("FP16", "-65520"), `input 'x': data[1] is -65520, beyond the range of FP16; ${hint}`);
+    // The largest finite values of each, and everything JSON.parse reads as a finite double.
+    const one = (datatype: V2Datatype, value: number) => decodeInferenceRequest(json({ inputs: [{ name: "x", datatype, shape: [1], data: [value] }] })).inputs[0]!.data;
+    assert.deepEqual(one("FP16", -65519.9), Uint16Array.of(0xfbff));
+    assert.deepEqual(one("FP32", 3.4028235e38), Float32Array.of(3.4028234663852886e38));
+    assert.deepEqual(one("FP64", 1.7976931348623157e308), Float64Array.of(Number.MAX_VALUE));
+  });
+
+  test("shapes beyond the request's limits are refused before their data is read", () => {
+    const limits = { maxTensorElements: 10, maxBytesElements: 3 };
+    const request = (...inputs: unknown[]) => json({ inputs });
+    const tensor = (name: string, datatype: V2Datatype, shape: number[], data: unknown = []) => ({ name, datatype, shape, data });
+    const ok = decodeInferenceRequest(request(tensor("a", "INT8", [2, 3], [1, 2, 3, 4, 5, 6]), tensor("b", "BYTES", [3], ["x", "y", "z"]), tensor("c", "FP32", [1], [0])), undefined, limits);
+    assert.equal(ok.inputs.length, 3);
+    // Every input counts; the data is never looked at, so 1e12 elements cost nothing.
+    assertClientError(
+      () => decodeInferenceRequest(request(tensor("a", "INT8", [2, 3], [1, 2, 3, 4, 5, 6]), tensor("b", "FP32", [5])), undefined, limits),
+      "input 'b': the request would hold 11 tensor elements, more than the server's limit of 10 (--max-tensor-elements)",
+    );
+    assertClientError(() => decodeInferenceRequest(request(tensor("a", "FP64", [1e6, 1e6])), undefined, limits), "input 'a': the request would hold 1000000000000 tensor elements, more than the server's limit of 10 (--max-tensor-elements)");
+    assertClientError(
+      () => decodeInferenceRequest(request(tensor("a", "BYTES", [2], ["x", "y"]), tensor("b", "BYTES", [2])), undefined, limits),
+      "input 'b': the request would hold 4 BYTES elements, more than the server's limit of 3 (--max-bytes-elements)",
+    );
+    const { body, headerLength } = withBinary(JSON.stringify({ inputs: [{ name: "s", datatype: "BYTES", shape: [4], parameters: { binary_data_size: 16 } }] }), new Array(16).fill(0));
+    assertClientError(() => decodeInferenceRequest(body, headerLength, limits), "input 's': the request would hold 4 BYTES elements, more than the server's limit of 3 (--max-bytes-elements)");
+    assert.equal((decodeInferenceRequest(body, headerLength).inputs[0]!.data as Uint8Array[]).length, 4);
   });
 
   test("names that appear twice", () => {
@@ -700,5 +738,31 @@ describe("V2 response decoding errors", () => {
   test("a binary output without the header length", () => {
     const encoded = encodeInferenceResponse({ model_name: "m", outputs: [SAMPLES.INT8] }, { parameters: { binary_data_output: true } });
     assertClientError(() => decodeInferenceResponse(encoded.body.subarray(0, encoded.headerLength)), "output 'i8' has parameters.binary_data_size but the response has no Inference-Header-Content-Length header");
+  });
+});
+
+describe("inputs checked against a model's declared inputs", () => {
+  const declared = [
+    { name: "x", datatype: "FP32" as const, shape: [-1, 2] },
+    { name: "s", datatype: "BYTES" as const, shape: [1] },
+  ];
+  const x = (fields: Partial<V2Tensor> = {}): V2Tensor => ({ name: "x", datatype: "FP32", shape: [3, 2], data: new Float32Array(6), ...fields });
+  const s = (fields: Partial<V2Tensor> = {}): V2Tensor => ({ name: "s", datatype: "BYTES", shape: [1], data: [bytes("a")], ...fields });
+
+  test("inputs of the declared names, datatypes, ranks and fixed sizes pass, in any order", () => {
+    checkDeclaredInputs([s(), x()], declared);
+    checkDeclaredInputs([x({ shape: [0, 2], data: new Float32Array(0) }), s()], declared);
+    checkDeclaredInputs([], []);
+  });
+
+  test("anything else is the client's error, naming the input", () => {
+    assertClientError(() => checkDeclaredInputs([x({ datatype: "FP16", data: new Uint16Array(6) }), s()], declared), "input 'x' is FP16; the model takes FP32");
+    assertClientError(() => checkDeclaredInputs([x({ shape: [6] }), s()], declared), "input 'x' has shape [6]; the model takes FP32 [-1, 2]");
+    assertClientError(() => checkDeclaredInputs([x({ shape: [2, 3] }), s()], declared), "input 'x' has shape [2, 3]; the model takes FP32 [-1, 2]");
+    assertClientError(() => checkDeclaredInputs([x({ shape: [1, 2, 3] }), s()], declared), "input 'x' has shape [1, 2, 3]; the model takes FP32 [-1, 2]");
+    assertClientError(() => checkDeclaredInputs([x(), s({ shape: [2] })], declared), "input 's' has shape [2]; the model takes BYTES [1]");
+    assertClientError(() => checkDeclaredInputs([x(), s(), x({ name: "y" })], declared), "the model has no input 'y'; its inputs: x (FP32 [-1, 2]), s (BYTES [1])");
+    assertClientError(() => checkDeclaredInputs([x()], declared), "missing input 's' (BYTES [1])");
+    assertClientError(() => checkDeclaredInputs([x()], []), "the model has no input 'x'; its inputs: none");
   });
 });

@@ -30,6 +30,12 @@ export type ModelOutput = Record<string, ModelTensor>;
  * of them) and returns one {@link ModelOutput} per request. BYTES tensors hold `Uint8Array`
  * elements. Throw a `ClientError` (400) or `ValidationError` (422) to reject a request.
  *
+ * When the model's settings declare `inputs`, every request is checked against them before
+ * `forward()` sees it: only declared names, each with its declared datatype, rank and fixed
+ * dimensions (-1: any size), and every declared input given; anything else is answered 400 with
+ * the input's name. Requests also stay within the server's `--max-tensor-elements` and
+ * `--max-bytes-elements`.
+ *
  * @example
  * ```ts
  * // models/upper/upper.ts, with "runtime": "./upper.ts" in models/upper/model-settings.json

@@ -6,11 +6,12 @@
  *
  * It reads a strict subset of JSON: one object, each field a float input of the model, each value
  * rectangular nested arrays of numbers, all ASCII. Anything else (another field, a string, an empty
- * or ragged array, an escape, a malformed number) makes it give up, and the caller reads the body
- * with `JSON.parse` as before, which also gives the errors. Numbers come out exactly as
- * `JSON.parse` gives them.
+ * or ragged array, an escape, a malformed number, a number beyond the range of its input's type)
+ * makes it give up, and the caller reads the body with `JSON.parse` as before, which also gives
+ * the errors. Numbers come out exactly as `JSON.parse` gives them.
  */
-import type { TensorValue } from "./tensor.js";
+import { ValidationError } from "../errors.js";
+import { FLOAT32_OVERFLOW, type TensorValue } from "./tensor.js";
 import { EXACT } from "./tensor-json.js";
 
 /** The element type of each float input, by name. */
@@ -30,6 +31,8 @@ const KEEP = 131_072;
 class Reader {
   at = 0;
   count = 0;
+  /** The elements of every field so far. */
+  total = 0;
   /** Whether the numbers being read go to a float32 tensor (a float64 one otherwise). */
   float32 = false;
   /** Size of each dimension, as the first array at each depth gave it. */
@@ -37,7 +40,11 @@ class Reader {
   /** How deep the numbers sit, 1 for a flat list (-1: none read yet). */
   leafDepth = -1;
 
-  constructor(readonly bytes: Uint8Array) {}
+  constructor(
+    readonly bytes: Uint8Array,
+    /** Most elements of all fields together. */
+    readonly maxElements: number,
+  ) {}
 
   /** Skips whitespace; the next byte (undefined at the end). */
   space(): number | undefined {
@@ -104,6 +111,9 @@ class Reader {
     let count = this.count;
     let out = values;
     const first = count;
+    // Magnitudes from here on overflow the input's type: JSON.parse and its caller refuse them.
+    const bound = this.float32 ? FLOAT32_OVERFLOW : Infinity;
+    const room = this.maxElements - this.total;
     for (;;) {
       const start = at;
       let c = b[at]!;
@@ -163,6 +173,8 @@ class Reader {
       if (v !== v || (dropped && !(this.float32 && sameFloat32(v)))) {
         v = Number(String.fromCharCode.apply(null, b.subarray(negative ? start + 1 : start, at) as unknown as number[]));
       }
+      if (!(v < bound)) return -1;
+      if (count === room) throw new ValidationError(`the request holds more than ${this.maxElements} tensor elements, the server's limit (--max-tensor-elements)`);
       if (count === out.length) {
         values = new Float64Array(out.length * 2);
         values.set(out);
@@ -210,16 +222,19 @@ function sameFloat32(v: number): boolean {
 /**
  * The tensors of a JSON body whose every field is a float input given as nested arrays, each as
  * `{ data, shape }` with `data` a typed array of the input's type; undefined when the body is
- * anything else (read it with `JSON.parse` then).
+ * anything else (read it with `JSON.parse` then). Throws a {@link ValidationError} as soon as
+ * the fields hold more than `maxElements` numbers together.
  */
-export function readFloatTensors(bytes: Uint8Array, inputs: FloatInputs): Record<string, Pick<TensorValue, "data" | "shape">> | undefined {
-  const tensors = read(bytes, inputs);
-  if (values.length > KEEP) values = new Float64Array(INITIAL);
-  return tensors;
+export function readFloatTensors(bytes: Uint8Array, inputs: FloatInputs, maxElements = Infinity): Record<string, Pick<TensorValue, "data" | "shape">> | undefined {
+  try {
+    return read(bytes, inputs, maxElements);
+  } finally {
+    if (values.length > KEEP) values = new Float64Array(INITIAL);
+  }
 }
 
-function read(bytes: Uint8Array, inputs: FloatInputs): Record<string, Pick<TensorValue, "data" | "shape">> | undefined {
-  const r = new Reader(bytes);
+function read(bytes: Uint8Array, inputs: FloatInputs, maxElements: number): Record<string, Pick<TensorValue, "data" | "shape">> | undefined {
+  const r = new Reader(bytes, maxElements);
   if (r.space() !== 123) return undefined;
   r.at++;
   const out: Record<string, Pick<TensorValue, "data" | "shape">> = {};
@@ -239,6 +254,7 @@ function read(bytes: Uint8Array, inputs: FloatInputs): Record<string, Pick<Tenso
     const data = type === "float32" ? new Float32Array(r.count) : new Float64Array(r.count);
     data.set(values.subarray(0, r.count));
     out[name!] = { data, shape: r.shape };
+    r.total += r.count;
     const c = r.space();
     r.at++;
     if (c === 125) break;

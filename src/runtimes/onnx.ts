@@ -10,10 +10,12 @@ import { json, msgpack, type Codec } from "../codecs.js";
 import { readFloatTensors, type FloatInputs } from "./json-floats.js";
 import { tensorsToJson } from "./tensor-json.js";
 import { ValidationError } from "../errors.js";
+import { ElementBudget } from "./limits.js";
 import { Worker, type RequestMeta, type WorkerClass } from "../worker.js";
 import { ARRAY_OF, concat, formatShape, isDynamic, isTensorType, readTensor, sameTensor, split, type TensorSpec, type TensorValue, type TypedArray } from "./tensor.js";
 
 export { concat, split, readTensor, toNested, formatShape, type TensorSpec, type TensorType, type TensorValue, type TypedArray } from "./tensor.js";
+export { ElementBudget, type RequestLimits } from "./limits.js";
 
 /** How each worker's ONNX Runtime session runs. */
 export interface OnnxSessionOptions {
@@ -73,8 +75,9 @@ function codecFor(meta: RequestMeta | undefined): Codec {
  * without a batch axis) run in separate runs of the same batch.
  *
  * Requests and responses are JSON, or MessagePack when the request's content-type is
- * `application/msgpack`. A request that does not fit the model is answered 422 with the input
- * and what it expects.
+ * `application/msgpack` (plain MessagePack: no extension types). A request that does not fit
+ * the model, or holds more elements than the server's `--max-tensor-elements`, is answered 422
+ * with the input and what it expects.
  *
  * @example
  * ```ts
@@ -136,7 +139,7 @@ export class OnnxWorker extends Worker {
   override decode(body: Uint8Array, meta?: RequestMeta): unknown {
     const codec = codecFor(meta);
     if (codec === json && this.#floatInputs !== undefined) {
-      const tensors = readFloatTensors(body, this.#floatInputs);
+      const tensors = readFloatTensors(body, this.#floatInputs, this.limits.maxTensorElements);
       if (tensors !== undefined) return tensors;
     }
     return codec.decode(body);
@@ -204,8 +207,9 @@ export class OnnxWorker extends Worker {
 
   /**
    * Checks one request against the model: an object with one field per input, each of the
-   * input's element type and shape, all with the same number of rows. Throws a
-   * {@link ValidationError} that names the input at fault and what it expects.
+   * input's element type and shape, all with the same number of rows, and all within the
+   * server's `--max-tensor-elements` ({@link Worker.limits}). Throws a {@link ValidationError}
+   * that names the input at fault and what it expects.
    */
   check(request: unknown): CheckedRequest {
     if (typeof request !== "object" || request === null || Array.isArray(request) || ArrayBuffer.isView(request)) {
@@ -216,9 +220,10 @@ export class OnnxWorker extends Worker {
     if (unknown !== undefined) throw new ValidationError(`unknown input '${unknown}'; the model's inputs are ${signature(this.inputs)}`);
     const feeds: Tensors = {};
     let rows: { n: number; from: string } | undefined;
+    const budget = new ElementBudget(this.limits);
     for (const spec of this.inputs) {
       if (!(spec.name in fields)) throw new ValidationError(`missing input '${spec.name}' (${spec.type} ${formatShape(spec.shape)})`);
-      const tensor = readTensor(spec, fields[spec.name]);
+      const tensor = readTensor(spec, fields[spec.name], budget);
       if (spec.batchAxis !== undefined) {
         const n = tensor.shape[spec.batchAxis]!;
         if (rows === undefined) rows = { n, from: spec.name };

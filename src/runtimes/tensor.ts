@@ -4,6 +4,7 @@
  * against what a model expects, and stacks and splits them along a batch axis.
  */
 import { ValidationError } from "../errors.js";
+import { ElementBudget } from "./limits.js";
 
 /** The element types served, by ONNX Runtime's names (which are also numpy's). */
 export type TensorType = "float32" | "float64" | "int8" | "uint8" | "int16" | "uint16" | "int32" | "uint32" | "int64" | "uint64" | "bool";
@@ -71,31 +72,41 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 /**
  * Reads the value a request gives for the input `spec` and checks its element type and shape.
  * Accepts nested arrays (a bare number for a scalar), or `{ data, shape }` with `data` a flat list
- * of numbers, a typed array of the input's type, or its raw little-endian bytes. Throws a
- * {@link ValidationError} that names the input and what it expects.
+ * of numbers, a typed array of the input's type, or its raw little-endian bytes. Float elements in
+ * lists are finite numbers within the type's range (NaN and infinities travel as binary data only).
+ * The tensor's elements are taken from `budget`, the request's limits, before any array of them
+ * is made. Throws a {@link ValidationError} that names the input and what it expects.
  */
-export function readTensor(spec: TensorSpec, value: unknown): TensorValue {
+export function readTensor(spec: TensorSpec, value: unknown, budget: ElementBudget = new ElementBudget()): TensorValue {
   const where = `input '${spec.name}'`;
   const expected = `${spec.type} ${formatShape(spec.shape)}`;
-  let tensor: TensorValue;
+  let shape: number[];
   if (isPlainObject(value)) {
     const unknown = Object.keys(value).filter((key) => key !== "data" && key !== "shape" && key !== "type");
     if (unknown.length > 0 || !("data" in value) || !("shape" in value)) {
       throw new ValidationError(`${where} must be nested arrays or { "data": [...], "shape": [...] }, expected ${expected}`);
     }
     if (value.type !== undefined && value.type !== spec.type) throw new ValidationError(`${where} expects ${expected}; got type ${String(value.type)}`);
-    const shape = value.shape;
-    if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+    if (!Array.isArray(value.shape) || !value.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
       throw new ValidationError(`${where}: "shape" must be a list of whole numbers, expected ${expected}`);
     }
-    tensor = { type: spec.type, shape, data: flatData(spec, where, expected, value.data, size(shape)) };
+    shape = value.shape;
   } else if (ArrayBuffer.isView(value)) {
     throw new ValidationError(`${where}: give binary data with its shape, as { "data": ..., "shape": [...] }; expected ${expected}`);
   } else {
-    tensor = nestedData(spec, where, expected, value);
+    shape = [];
+    for (let v = value; Array.isArray(v); v = v[0]) shape.push(v.length);
   }
-  checkShape(spec, where, expected, tensor.shape);
-  return tensor;
+  // The shape is checked against the model, then against the lists that claim it, then against
+  // the request's limits, and only then is an array of its size made.
+  checkShape(spec, where, expected, shape);
+  const nested = !isPlainObject(value);
+  if (nested) checkRectangular(where, expected, value, shape);
+  const count = size(shape);
+  const over = budget.take(count);
+  if (over !== undefined) throw new ValidationError(`${where}: ${over}`);
+  const data = nested ? nestedData(spec, where, value, shape, count) : flatData(spec, where, expected, value.data, count);
+  return { type: spec.type, shape, data };
 }
 
 function checkShape(spec: TensorSpec, where: string, expected: string, shape: readonly number[]): void {
@@ -125,11 +136,23 @@ const RANGE: Partial<Record<TensorType, [number, number] | [bigint, bigint]>> = 
   uint64: [0n, 2n ** 64n - 1n],
 };
 
+/**
+ * The smallest magnitude that rounds to infinity as a float32: halfway from its largest value,
+ * 2^128 - 2^104, to 2^128 (the tie goes to the even neighbour, infinity).
+ */
+export const FLOAT32_OVERFLOW = 2 ** 128 - 2 ** 103;
+
+// Floats above these magnitudes, infinities and NaN have no place in a list of numbers: a JSON
+// number that large has overflowed (1e400 reads as Infinity), and would reach the model as one.
+const FLOAT_BOUND = { float32: FLOAT32_OVERFLOW, float64: Infinity } as const;
+
 // One element, converted to what the typed array stores; undefined when it does not fit the type.
 function element(type: TensorType, kind: Kind, v: unknown): number | bigint | undefined {
   switch (kind) {
-    case "float":
-      return typeof v === "number" ? v : undefined;
+    case "float": {
+      const bound = FLOAT_BOUND[type as "float32" | "float64"];
+      return typeof v === "number" && v < bound && v > -bound ? v : undefined;
+    }
     case "bool":
       return v === true || v === 1 ? 1 : v === false || v === 0 ? 0 : undefined;
     case "int": {
@@ -147,7 +170,11 @@ function element(type: TensorType, kind: Kind, v: unknown): number | bigint | un
 
 function badElement(where: string, type: TensorType, at: string, v: unknown): ValidationError {
   const got = typeof v === "string" ? `the string ${JSON.stringify(v.length > 20 ? `${v.slice(0, 17)}...` : v)}` : Array.isArray(v) ? "a list" : String(v);
-  const want = type === "bool" ? "true, false, 0 or 1" : kindOf(type) === "float" ? "numbers" : `whole numbers in the range of ${type}`;
+  const kind = kindOf(type);
+  if (kind === "float" && typeof v === "number") {
+    return new ValidationError(`${where} expects finite ${type} values within its range (NaN and infinities travel as binary data only); element ${at} is ${got}`);
+  }
+  const want = type === "bool" ? "true, false, 0 or 1" : kind === "float" ? "numbers" : `whole numbers in the range of ${type}`;
   return new ValidationError(`${where} expects ${type} values (${want}); element ${at} is ${got}`);
 }
 
@@ -179,10 +206,31 @@ function flatData(spec: TensorSpec, where: string, expected: string, data: unkno
   throw new ValidationError(`${where}: "data" must be a list of numbers, a ${Array_.name} or its bytes; got ${got}, expected ${expected}`);
 }
 
-function nestedData(spec: TensorSpec, where: string, expected: string, value: unknown): TensorValue {
-  const shape: number[] = [];
-  for (let v = value; Array.isArray(v); v = v[0]) shape.push(v.length);
-  const out = new ARRAY_OF[spec.type](size(shape));
+// Checks that every list of nested arrays has the length its level's first list gave `shape`,
+// down to the lists of elements (whose elements are checked as they are read). A few lists that
+// claim a large shape are refused here, before an array of that shape is made.
+function checkRectangular(where: string, expected: string, value: unknown, shape: readonly number[]): void {
+  // The index being checked, one entry per level, for error messages.
+  const path: number[] = [];
+  const walk = (list: readonly unknown[], depth: number): void => {
+    if (depth === shape.length - 1) return;
+    for (let i = 0; i < list.length; i++) {
+      path[depth] = i;
+      const v = list[i];
+      if (!Array.isArray(v) || v.length !== shape[depth + 1]) {
+        const got = Array.isArray(v) ? `${v.length} values` : "a single value";
+        throw new ValidationError(`${where} is not rectangular: ${formatShape(path)} has ${got} where ${shape[depth + 1]} were expected; expected ${expected}`);
+      }
+      walk(v, depth + 1);
+    }
+    path.length = depth;
+  };
+  if (shape.length > 0) walk(value as unknown[], 0);
+}
+
+// The elements of rectangular nested arrays of `shape`, `count` of them, in row-major order.
+function nestedData(spec: TensorSpec, where: string, value: unknown, shape: readonly number[], count: number): TypedArray {
+  const out = new ARRAY_OF[spec.type](count);
   const kind = kindOf(spec.type);
   let at = 0;
   // The index being filled, one entry per level, for error messages.
@@ -194,33 +242,30 @@ function nestedData(spec: TensorSpec, where: string, expected: string, value: un
       out[at++] = e as never;
       return;
     }
-    if (!Array.isArray(v) || v.length !== shape[depth]) {
-      const got = Array.isArray(v) ? `${v.length} values` : "a single value";
-      throw new ValidationError(`${where} is not rectangular: ${formatShape(path)} has ${got} where ${shape[depth]} were expected; expected ${expected}`);
-    }
+    const list = v as unknown[];
     if (kind === "float" && depth === shape.length - 1) {
       // The common case, a row of floats, in a loop of its own: this is most of reading a request.
-      const row = out.subarray(at, at + v.length) as Float32Array | Float64Array;
-      for (let i = 0; i < v.length; i++) {
-        const x: unknown = v[i];
-        if (typeof x !== "number") {
+      const row = out.subarray(at, at + list.length) as Float32Array | Float64Array;
+      const bound = FLOAT_BOUND[spec.type as "float32" | "float64"];
+      for (let i = 0; i < list.length; i++) {
+        const x: unknown = list[i];
+        if (!(typeof x === "number" && x < bound && x > -bound)) {
           path[depth] = i;
           throw badElement(where, spec.type, formatShape(path), x);
         }
         row[i] = x;
       }
-      at += v.length;
+      at += list.length;
       return;
     }
-    for (let i = 0; i < v.length; i++) {
+    for (let i = 0; i < list.length; i++) {
       path[depth] = i;
-      fill(v[i], depth + 1);
+      fill(list[i], depth + 1);
     }
     path.length = depth;
   };
-  if (shape.length === 0 && isPlainObject(value)) throw new ValidationError(`${where} must be nested arrays or { "data": [...], "shape": [...] }, expected ${expected}`);
   fill(value, 0);
-  return { type: spec.type, shape, data: out };
+  return out;
 }
 
 /** Stacks tensors that agree on every dimension but `axis` along it. */

@@ -1,6 +1,7 @@
 import { ClientError, errorToWire, type WireError } from "../errors.js";
 import type { ModelInput, ModelOutput, ModelWorker } from "../models/model-worker.js";
 import type { TensorMetadata } from "../models/settings.js";
+import { checkDeclaredInputs } from "../models/v2/declared.js";
 import { decodeInferenceRequest, encodeInferenceResponse, fromOnnxType, toOnnxType } from "../models/v2/index.js";
 import type { V2InferenceRequest, V2Tensor } from "../models/v2/types.js";
 import { OnnxWorker, type Tensors } from "../runtimes/onnx.js";
@@ -104,7 +105,7 @@ export class ModelHost {
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
       try {
-        const request = decodeInferenceRequest(item.payload as Uint8Array, headerLength(item));
+        const request = decodeInferenceRequest(item.payload as Uint8Array, headerLength(item), this.limits);
         inner.push({ payload: model.adapter.toInput(request), ingress: false, egress: false, meta: item.meta });
         requests.push(request);
         positions.push(i);
@@ -194,7 +195,8 @@ function metadataOf(spec: TensorSpec): TensorMetadata {
 }
 
 // A module runtime: its Worker class (the default export, or the only exported Worker class)
-// gets the request's tensors by name and returns its outputs by name.
+// gets the request's tensors by name, checked against the inputs its settings declare if they
+// declare any, and returns its outputs by name.
 async function moduleModel(message: LoadMessage): Promise<Built> {
   const exports = await importServerModule(message.runtime);
   const found = ("default" in exports ? [exports.default] : Object.values(exports)).filter(isWorkerClass);
@@ -214,11 +216,14 @@ async function moduleModel(message: LoadMessage): Promise<Built> {
     platform: "shoal",
     inputs: message.inputs ?? [],
     outputs: message.outputs ?? [],
-    toInput: (request): ModelInput => ({
-      inputs: Object.fromEntries(request.inputs.map((t) => [t.name, t])),
-      parameters: request.parameters ?? {},
-      outputs: request.outputs?.map((o) => o.name),
-    }),
+    toInput: (request): ModelInput => {
+      if (message.inputs !== undefined) checkDeclaredInputs(request.inputs, message.inputs);
+      return {
+        inputs: Object.fromEntries(request.inputs.map((t) => [t.name, t])),
+        parameters: request.parameters ?? {},
+        outputs: request.outputs?.map((o) => o.name),
+      };
+    },
     toTensors: (output) => {
       if (typeof output !== "object" || output === null) throw new Error(`forward() returned ${typeof output}; a model returns its output tensors by name`);
       return Object.entries(output as ModelOutput).map(([name, t]) => ({ name, datatype: t.datatype, shape: t.shape, data: t.data }));

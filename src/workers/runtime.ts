@@ -44,6 +44,7 @@ export class WorkerRuntime {
     worker.stage = boot.stageName;
     worker.maxBatchSize = boot.maxBatchSize;
     worker.num = boot.num;
+    worker.limits = boot.limits;
     worker.log = logTo(send);
     await worker.init();
     const runtime = new WorkerRuntime(worker, boot);

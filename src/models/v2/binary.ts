@@ -99,11 +99,14 @@ export function readBinaryData(where: string, datatype: V2Datatype, shape: reado
   return data;
 }
 
+// Reads no more elements than the shape has: the count was checked against the request's limits,
+// and 10 MB of empty elements would otherwise make millions of views.
 function readBytesElements(where: string, shape: readonly number[], count: number, bytes: Uint8Array): Uint8Array[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const elements: Uint8Array[] = [];
   let at = 0;
   while (at < bytes.byteLength) {
+    if (elements.length === count) throw new ClientError(`${where}: binary data holds more than the ${count} BYTES elements of shape ${formatShape(shape)}: ${bytes.byteLength - at} bytes are left after them`);
     const left = bytes.byteLength - at;
     if (left < 4) throw new ClientError(`${where}: BYTES element ${elements.length} at byte ${at} is cut short: its length takes 4 bytes but ${left} remain`);
     const length = view.getUint32(at, true);

@@ -8,12 +8,14 @@
  *   Smaller ones are numbers. Requests may send any INT64/UINT64 value as a decimal string.
  * - NaN and ±Infinity in FP16, FP32 and FP64 are the strings `"NaN"`, `"Infinity"` and
  *   `"-Infinity"` (Python's float() and numpy read them). Requests may also send null for NaN.
+ *   A JSON number beyond the datatype's range is refused rather than read as an infinity: 1e400
+ *   reads as Infinity in JSON.parse, and 1e39 would become one as FP32 (70000 as FP16).
  * - FP16 elements are plain numbers, rounded to the nearest half float on the way in.
  * - BYTES elements are strings, UTF-8 encoded on the way in; bytes that are not UTF-8 cannot be
  *   sent as JSON and need the binary extension.
  */
 import { ClientError } from "../../errors.js";
-import { formatShape, type TypedArray } from "../../runtimes/tensor.js";
+import { FLOAT32_OVERFLOW, formatShape, type TypedArray } from "../../runtimes/tensor.js";
 import { shortestByPrecision, shortestFloat32 } from "../../runtimes/tensor-json.js";
 import { elementCount, isNumeric, typedArrayFor } from "./datatypes.js";
 import { halfToNumber, numberToHalf } from "./fp16.js";
@@ -34,10 +36,25 @@ const NON_FINITE = new Map([
   ["-Infinity", -Infinity],
 ]);
 
-function readFloat(value: unknown): number | undefined {
-  if (typeof value === "number") return value;
-  if (value === null) return NaN;
-  return typeof value === "string" ? NON_FINITE.get(value) : undefined;
+/**
+ * The smallest magnitude each float datatype rounds to infinity: halfway from its largest finite
+ * value to the next power of two (the tie goes to the even neighbour, infinity).
+ */
+const OVERFLOW = { FP16: 65520, FP32: FLOAT32_OVERFLOW, FP64: Infinity } as const;
+
+type FloatDatatype = keyof typeof OVERFLOW;
+
+function floats(datatype: FloatDatatype, convert: (x: number) => number = (x) => x): ElementReader {
+  const bound = OVERFLOW[datatype];
+  return {
+    read: (v) => {
+      if (typeof v === "number") return v < bound && v > -bound ? convert(v) : undefined;
+      if (v === null) return convert(NaN);
+      const x = typeof v === "string" ? NON_FINITE.get(v) : undefined;
+      return x === undefined ? undefined : convert(x);
+    },
+    takes: FLOATS,
+  };
 }
 
 function integers(bits: 8 | 16 | 32, signed: boolean): ElementReader {
@@ -74,15 +91,9 @@ const READERS: Record<V2Datatype, ElementReader> = {
   INT16: integers(16, true),
   INT32: integers(32, true),
   INT64: bigIntegers(true),
-  FP16: {
-    read: (v) => {
-      const x = readFloat(v);
-      return x === undefined ? undefined : numberToHalf(x);
-    },
-    takes: FLOATS,
-  },
-  FP32: { read: readFloat, takes: FLOATS },
-  FP64: { read: readFloat, takes: FLOATS },
+  FP16: floats("FP16", numberToHalf),
+  FP32: floats("FP32"),
+  FP64: floats("FP64"),
   BYTES: { read: (v) => (typeof v === "string" ? utf8Encoder.encode(v) : undefined), takes: "strings" },
 };
 
@@ -107,6 +118,11 @@ function badElement(where: string, datatype: V2Datatype, index: readonly number[
   const at = dataPath(index);
   if ((datatype === "INT64" || datatype === "UINT64") && typeof value === "number" && Number.isInteger(value) && !Number.isSafeInteger(value)) {
     return new ClientError(`${where}: ${at} is ${value}, beyond 2^53 - 1 where JSON numbers lose digits; send ${datatype} values that large as decimal strings`);
+  }
+  if (typeof value === "number" && Object.hasOwn(OVERFLOW, datatype)) {
+    // JSON has no Infinity: a number that reads as one was written too large for a double.
+    const beyond = Number.isFinite(value) ? `${value}, beyond the range of ${datatype}` : `a number beyond the range of doubles (it reads as ${value})`;
+    return new ClientError(`${where}: ${at} is ${beyond}; send an infinity as the string "Infinity" or "-Infinity"`);
   }
   return new ClientError(`${where}: ${at} is ${describe(value)}; ${datatype} takes ${READERS[datatype].takes}`);
 }

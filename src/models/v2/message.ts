@@ -1,5 +1,6 @@
 /** What V2 requests and responses share: their tensor lists and their optional fields. */
 import { ClientError } from "../../errors.js";
+import { ElementBudget, type RequestLimits } from "../../runtimes/limits.js";
 import type { BinaryTail } from "./binary.js";
 import { describe } from "./json-data.js";
 import { decodeTensor, encodeTensor, isObject, type TensorRole } from "./tensor.js";
@@ -17,11 +18,13 @@ export function duplicate(names: readonly string[]): string | undefined {
 
 /**
  * Decodes a message's list of tensors (`field`, "inputs" or "outputs"), taking binary data from
- * `tail` in order, and checks that the binary data is used up and no name appears twice.
+ * `tail` in order and elements from `limits`, all tensors together, and checks that the binary
+ * data is used up and no name appears twice.
  */
-export function decodeTensors(list: unknown, field: string, role: TensorRole, tail: BinaryTail, maxElements: number): V2Tensor[] {
+export function decodeTensors(list: unknown, field: string, role: TensorRole, tail: BinaryTail, maxElements: number, limits: RequestLimits): V2Tensor[] {
   if (!Array.isArray(list)) throw new ClientError(`"${field}" must be a list of tensors; got ${describe(list)}`);
-  const tensors = list.map((value, i) => decodeTensor(value, role, i, tail, maxElements));
+  const budget = new ElementBudget(limits);
+  const tensors = list.map((value, i) => decodeTensor(value, role, i, tail, maxElements, budget));
   tail.finish();
   const twice = duplicate(tensors.map((tensor) => tensor.name));
   if (twice !== undefined) throw new ClientError(`${role} '${twice}' appears twice`);

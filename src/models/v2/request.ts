@@ -3,6 +3,7 @@
  * clients and tests encode them.
  */
 import { ClientError } from "../../errors.js";
+import { UNLIMITED, type RequestLimits } from "../../runtimes/limits.js";
 import { joinBody, splitBody } from "./binary.js";
 import { describe } from "./json-data.js";
 import { decodeTensors, defined, duplicate, encodeTensors, optionalParameters, optionalString } from "./message.js";
@@ -33,17 +34,22 @@ function decodeRequestedOutputs(outputs: unknown): V2RequestedOutput[] {
  * strings, float elements null or "NaN"/"Infinity"/"-Infinity", BYTES elements are UTF-8 strings.
  * Fields the protocol does not define (Triton's example sends `model_name`) are ignored.
  *
+ * `limits` bound the elements of all inputs together (`maxTensorElements`) and their BYTES
+ * elements (`maxBytesElements`); each input's shape is checked against what is left of them
+ * before its data is read or any array of it is made.
+ *
  * Throws a {@link ClientError} (400) that names the input and says what is wrong: invalid JSON, a
- * bad datatype or shape (-1 is for model metadata only), data that does not fit the shape or the
- * datatype, bad nesting, a missing or out-of-range `binary_data_size`, binary data left over.
+ * bad datatype or shape (-1 is for model metadata only), a shape beyond the limits, data that
+ * does not fit the shape or the datatype (a JSON number beyond a float datatype's range among
+ * them), bad nesting, a missing or out-of-range `binary_data_size`, binary data left over.
  */
-export function decodeInferenceRequest(body: Uint8Array, headerLength?: number | string): V2InferenceRequest {
+export function decodeInferenceRequest(body: Uint8Array, headerLength?: number | string, limits: RequestLimits = UNLIMITED): V2InferenceRequest {
   const { header, tail } = splitBody(body, headerLength, "request");
   if (!isObject(header)) throw new ClientError(`the request must be a JSON object with "inputs"; got ${describe(header)}`);
   const id = optionalString("the request", "id", header.id);
   const parameters = optionalParameters("the request", header.parameters, "binary_data_output");
   // No JSON text holds more elements than it has bytes, which bounds what shapes may claim.
-  const inputs = decodeTensors(header.inputs, "inputs", "input", tail, body.byteLength);
+  const inputs = decodeTensors(header.inputs, "inputs", "input", tail, body.byteLength, limits);
   const outputs = header.outputs === undefined ? undefined : decodeRequestedOutputs(header.outputs);
   return defined({ id, parameters, inputs, outputs });
 }

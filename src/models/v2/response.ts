@@ -3,6 +3,7 @@
  * says which outputs to send and how); clients and tests decode them.
  */
 import { ClientError } from "../../errors.js";
+import { UNLIMITED } from "../../runtimes/limits.js";
 import { joinBody, splitBody } from "./binary.js";
 import { describe } from "./json-data.js";
 import { decodeTensors, defined, encodeTensors, optionalParameters, optionalString } from "./message.js";
@@ -58,6 +59,6 @@ export function decodeInferenceResponse(body: Uint8Array, headerLength?: number 
   const model_version = optionalString("the response", "model_version", header.model_version);
   const id = optionalString("the response", "id", header.id);
   const parameters = optionalParameters("the response", header.parameters);
-  const outputs = decodeTensors(header.outputs, "outputs", "output", tail, body.byteLength);
+  const outputs = decodeTensors(header.outputs, "outputs", "output", tail, body.byteLength, UNLIMITED);
   return defined({ model_name: header.model_name, model_version, id, parameters, outputs });
 }

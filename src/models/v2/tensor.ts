@@ -4,6 +4,7 @@
  * {@link V2Tensor} either way.
  */
 import { ClientError, EncodingError } from "../../errors.js";
+import type { ElementBudget } from "../../runtimes/limits.js";
 import { formatShape } from "../../runtimes/tensor.js";
 import { type BinaryTail, readBinaryData, writeBinaryData } from "./binary.js";
 import { elementCount, holds, isNumeric, isV2Datatype, typedArrayFor, V2_DATATYPES } from "./datatypes.js";
@@ -44,10 +45,11 @@ function withoutBinarySize(parameters: Record<string, unknown> | undefined): { p
 /**
  * Decodes the tensor object at `index` of a message's inputs or outputs. Its data is JSON `data`
  * (see {@link readJsonData}), or, when `parameters.binary_data_size` is set, that many bytes of
- * `tail`. `maxElements` bounds what a shape may ask of JSON data. Throws a {@link ClientError}
+ * `tail`. Its shape's elements are taken from `budget`, the message's limits, before its data
+ * is read; `maxElements` bounds what a shape may ask of JSON data. Throws a {@link ClientError}
  * naming the tensor.
  */
-export function decodeTensor(value: unknown, role: TensorRole, index: number, tail: BinaryTail, maxElements: number): V2Tensor {
+export function decodeTensor(value: unknown, role: TensorRole, index: number, tail: BinaryTail, maxElements: number, budget: ElementBudget): V2Tensor {
   if (!isObject(value) || typeof value.name !== "string" || value.name === "") {
     throw new ClientError(`${role} ${index} must be an object with a "name" string, a "datatype", a "shape" and "data"`);
   }
@@ -56,6 +58,8 @@ export function decodeTensor(value: unknown, role: TensorRole, index: number, ta
   if (!isV2Datatype(datatype)) throw new ClientError(badDatatype(where, datatype));
   if (!isShape(shape)) throw new ClientError(badShape(where, shape));
   if (parameters !== undefined && !isObject(parameters)) throw new ClientError(`${where}: parameters must be an object; got ${describe(parameters)}`);
+  const over = budget.take(elementCount(shape), datatype === "BYTES");
+  if (over !== undefined) throw new ClientError(`${where}: ${over}`);
   const size = parameters?.binary_data_size;
   let decoded;
   if (size !== undefined) {
