@@ -164,7 +164,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const shared: MemorySample[] = [];
   {
     const repo = repository(root, "shared", modelsDir);
-    const server = await serve(root, "shared-pool", ["serve", "--model-repository", repo.dir, "--workers", "2"], { path: "/v2/repository/index", body: "{}" });
+    const server = await serve(root, "shared-pool", ["serve", "--model-repository", repo.dir, "--workers", "2", "--model-control", "explicit"], { path: "/v2/repository/index", body: "{}" });
     commands["shared pool"] = [server.command, `curl -X POST ${server.url}/v2/repository/models/<name>/load   # after adding <name> to the repository, for each model`];
     try {
       shared.push(await settled(server.pid, 0));
