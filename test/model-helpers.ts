@@ -2,6 +2,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { decodeInferenceResponse, encodeInferenceRequest, type V2InferenceRequest, type V2InferenceResponse } from "../src/models/v2/index.js";
 import { makeMlp, type MlpShape } from "./fixtures/make-mlp.js";
 import { fixture, send, type Reply, type ServerProcess } from "./helpers.js";
@@ -10,6 +11,11 @@ import { serveCli } from "./onnx-helpers.js";
 /** A model repository in a temporary folder; `remove()` deletes it. */
 export class ModelRepo {
   readonly dir = mkdtempSync(join(tmpdir(), "shoal-models-"));
+
+  constructor() {
+    // The modules written in model folders are ES modules, as the fixtures they re-export.
+    writeFileSync(join(this.dir, "package.json"), '{"type": "module"}\n');
+  }
 
   /** Writes `<name>/model-settings.json`. */
   settings(name: string, settings: unknown): void {
@@ -24,9 +30,14 @@ export class ModelRepo {
     makeMlp(join(dir, "model.onnx"), shape);
   }
 
-  /** A model whose runtime is a module of test/fixtures/models. */
+  /**
+   * A model whose runtime is a module of test/fixtures/models, re-exported by a file of the same
+   * name in the model's folder (a runtime must be inside its model's folder).
+   */
   module(name: string, file: string, settings: Record<string, unknown> = {}): void {
-    this.settings(name, { name, runtime: fixture(join("models", file)), ...settings });
+    mkdirSync(join(this.dir, name), { recursive: true });
+    writeFileSync(join(this.dir, name, file), `export { default } from ${JSON.stringify(pathToFileURL(fixture(join("models", file))).href)};\n`);
+    this.settings(name, { name, runtime: `./${file}`, ...settings });
   }
 
   remove(): void {
@@ -35,8 +46,8 @@ export class ModelRepo {
 }
 
 /** Starts `shoal serve --model-repository <dir> ...args` and resolves once it is ready. */
-export function serveRepository(dir: string, args: string[] = []): Promise<ServerProcess> {
-  return serveCli(["--model-repository", dir], args, {}, 60_000);
+export function serveRepository(dir: string, args: string[] = [], env: Record<string, string> = {}): Promise<ServerProcess> {
+  return serveCli(["--model-repository", dir], args, env, 60_000);
 }
 
 /** A V2 response, decoded whatever way it came. */

@@ -33,7 +33,7 @@ describe("the shared pool", () => {
     repo.module("batched", "scale.ts", { maxBatchSize: 8, maxWaitMs: 100, parameters: { factor: 2 } });
     repo.module("single", "scale.ts", { maxBatchSize: 1, parameters: { factor: 3 } });
     repo.module("wide", "scale.ts", { maxBatchSize: 4, maxWaitMs: 5, replicas: 2, parameters: { factor: 1 } });
-    server = await serveRepository(repo.dir, ["--workers", "3", "--log-level", "debug"]);
+    server = await serveRepository(repo.dir, ["--workers", "3", "--log-level", "debug", "--model-control", "explicit"]);
     url = server.url;
   });
   after(async () => {
@@ -185,7 +185,7 @@ describe("failures", () => {
   before(async () => {
     repo.module("bad", "scale.ts", { parameters: { initFail: true } });
     repo.module("good", "scale.ts", { parameters: { factor: 2 } });
-    server = await serveRepository(repo.dir, ["--workers", "1", "--timeout", "600", "--capacity", "2"]);
+    server = await serveRepository(repo.dir, ["--workers", "1", "--timeout", "600", "--capacity", "2", "--model-control", "explicit"]);
     url = server.url;
   });
   after(async () => {

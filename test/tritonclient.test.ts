@@ -44,7 +44,7 @@ describe("tritonclient[http]", { skip: "skip" in client ? client.skip : false },
     repo.mlp("mlp", "1", { inputs: 4, hidden: 8, layers: 1, outputs: 3 });
     repo.settings("mlp", { name: "mlp", runtime: "onnx", maxBatchSize: 8, maxWaitMs: 2 });
     repo.module("upper", "upper.ts", { parameters: { prefix: "" } });
-    server = await serveRepository(repo.dir, ["--workers", "2"]);
+    server = await serveRepository(repo.dir, ["--workers", "2", "--model-control", "explicit"]);
   });
   after(async () => {
     await server?.stop();

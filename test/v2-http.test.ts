@@ -45,7 +45,7 @@ describe("V2 REST endpoints", () => {
     repo.module("scale", "scale.ts", { maxBatchSize: 4, maxWaitMs: 2, parameters: { factor: 2 } });
     repo.settings("broken", { name: "broken", runtime: "onnx", maxBatchSize: "many" });
     for (const version of ["1", "2"]) sessions[version] = await ort.InferenceSession.create(join(repo.dir, "mlp", version, "model.onnx"));
-    server = await serveRepository(repo.dir, ["--workers", "2", "--max-request-size", "100000"]);
+    server = await serveRepository(repo.dir, ["--workers", "2", "--max-request-size", "100000", "--model-control", "explicit"]);
     url = server.url;
   });
   after(async () => {

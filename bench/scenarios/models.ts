@@ -15,6 +15,7 @@
  */
 import { linkSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { encodeInferenceRequest } from "../../src/models/v2/index.js";
 import { gitState, machineBusy, machineInfo, shownPath, type MachineInfo } from "../lib/machine.js";
 import { alternate, describePoint, measureOnce, measurePoint, quietHelp, quietOptions, quietSettings, summarise, SUMMARY_ALIGN, SUMMARY_HEADERS, summaryCells, wholeNumber, type Measured, type QuietSettings, type Summary } from "../lib/measure.js";
@@ -75,13 +76,14 @@ function repository(root: string, name: string, models: string) {
       settings(model, { runtime: "onnx", ...BATCH });
       linkSync(join(models, model, `${model}.onnx`), join(dir, model, "model.onnx"));
     },
-    /** Adds the summing module-runtime model. */
+    /** Adds the summing module-runtime model (re-exported from its folder: a runtime must be inside it). */
     sum() {
       settings("sum", {
-        runtime: resolve(root, "bench/servers/sum-model.ts"),
+        runtime: "./sum-model.ts",
         inputs: [{ name: "x", datatype: "FP32", shape: [-1] }],
         outputs: [{ name: "sum", datatype: "FP32", shape: [1] }],
       });
+      writeFileSync(join(dir, "sum", "sum-model.ts"), `export { default } from ${JSON.stringify(pathToFileURL(resolve(root, "bench/servers/sum-model.ts")).href)};\n`);
     },
   };
 }
@@ -162,7 +164,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const shared: MemorySample[] = [];
   {
     const repo = repository(root, "shared", modelsDir);
-    const server = await serve(root, "shared-pool", ["serve", "--model-repository", repo.dir, "--workers", "2"], { path: "/v2/repository/index", body: "{}" });
+    const server = await serve(root, "shared-pool", ["serve", "--model-repository", repo.dir, "--workers", "2", "--model-control", "explicit"], { path: "/v2/repository/index", body: "{}" });
     commands["shared pool"] = [server.command, `curl -X POST ${server.url}/v2/repository/models/<name>/load   # after adding <name> to the repository, for each model`];
     try {
       shared.push(await settled(server.pid, 0));

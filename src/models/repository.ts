@@ -1,11 +1,12 @@
 /**
  * The model repository: a folder with one folder per model, each holding a `model-settings.json`
- * and the model's files, in version folders (`1/`, `2/`) or directly.
+ * and the model's files, in version folders (`1/`, `2/`) or directly. Every file the settings
+ * name stays inside the model's folder once symlinks are resolved.
  */
-import { existsSync, readdirSync, statSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { pathToFileURL } from "node:url";
-import { SettingsError, readSettingsFile, type ModelSettings, type TensorMetadata } from "./settings.js";
+import { SettingsError, readSettingsFile, resolveParameters, type ModelSettings, type TensorMetadata } from "./settings.js";
 
 /** The settings file of a model folder. */
 export const SETTINGS_FILE = "model-settings.json";
@@ -17,19 +18,20 @@ export interface ModelSpec {
   version: string;
   /** `"onnx"`, or the file URL of the module that exports the model's Worker class. */
   runtime: string;
-  /** The version's folder (the model folder when unversioned). */
+  /** The version's folder (the model folder when unversioned), symlinks resolved. */
   dir: string;
-  /** The `.onnx` file, for the ONNX runtime. */
+  /** The `.onnx` file, for the ONNX runtime, symlinks resolved. */
   file: string | undefined;
   maxBatchSize: number;
   maxWaitMs: number;
   replicas: number;
   /** What one replica costs of the pool's memory budget, in bytes. */
   costBytes: number;
+  /** The parameters the model gets: those of the settings, with environment references read. */
   parameters: Record<string, unknown>;
   inputs: TensorMetadata[] | undefined;
   outputs: TensorMetadata[] | undefined;
-  /** The settings as given, for `GET /v2/models/{m}/config`. */
+  /** The settings as given (environment references unread), for `GET /v2/models/{m}/config`. */
   settings: ModelSettings;
 }
 
@@ -64,15 +66,20 @@ export function scanRepository(root: string): Scan {
 
 /**
  * The versions of a model whose files are in `folder`. Throws a {@link SettingsError} naming
- * `source` when a version folder, the model file or the runtime module is missing.
+ * `source` when a version folder, the model file or the runtime module is missing or outside
+ * `folder` (symlinks resolved), or when an environment variable a parameter names is not set.
  */
 export function specsOf(settings: ModelSettings, folder: string, source: string): ModelSpec[] {
-  const versions = settings.versions ?? versionFolders(folder);
-  const runtime = settings.runtime === "onnx" ? "onnx" : moduleUrl(settings.runtime, folder, source);
+  if (!existsSync(folder)) throw new SettingsError(`${source}: there is no folder ${folder}`);
+  const root = realpathSync(folder);
+  const parameters = resolveParameters(settings.parameters, source);
+  const versions = settings.versions ?? versionFolders(root);
+  const runtime = settings.runtime === "onnx" ? "onnx" : moduleUrl(settings.runtime, root, source);
   return (versions.length === 0 ? [""] : versions).map((version) => {
-    const dir = version === "" ? folder : join(folder, version);
-    if (!existsSync(dir)) throw new SettingsError(`${source}: versions: there is no folder ${dir}`);
-    const file = runtime === "onnx" ? onnxFile(settings, dir, source) : undefined;
+    const given = join(root, version);
+    if (!existsSync(given)) throw new SettingsError(`${source}: versions: there is no folder ${given}`);
+    const dir = version === "" ? root : inside(root, given, source, "versions", version);
+    const file = runtime === "onnx" ? onnxFile(settings, root, dir, source) : undefined;
     return {
       name: settings.name,
       version,
@@ -83,7 +90,7 @@ export function specsOf(settings: ModelSettings, folder: string, source: string)
       maxWaitMs: settings.maxWaitMs,
       replicas: settings.replicas,
       costBytes: settings.memoryBytes ?? sizeOf(dir),
-      parameters: settings.parameters,
+      parameters,
       inputs: settings.inputs,
       outputs: settings.outputs,
       settings,
@@ -114,23 +121,32 @@ function versionFolders(folder: string): string[] {
     .sort(compareVersions);
 }
 
-function moduleUrl(path: string, folder: string, source: string): string {
-  const file = isAbsolute(path) ? path : resolve(folder, path);
-  if (!existsSync(file)) throw new SettingsError(`${source}: runtime: no module ${file} (give "onnx" or the path of a module that exports a Worker)`);
-  return pathToFileURL(file).href;
+// The real path of `path`, which must be the model folder `root` (a real path) or under it: a
+// setting that leads elsewhere, by `..`, an absolute path or a symlink, is refused.
+function inside(root: string, path: string, source: string, field: string, given: string): string {
+  const real = realpathSync(path);
+  const rel = relative(root, real);
+  if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) throw new SettingsError(`${source}: ${field}: '${given}' is outside the model folder ${root}`);
+  return real;
 }
 
-function onnxFile(settings: ModelSettings, dir: string, source: string): string {
+function moduleUrl(path: string, root: string, source: string): string {
+  const file = resolve(root, path);
+  if (!existsSync(file)) throw new SettingsError(`${source}: runtime: no module ${file} (give "onnx" or the path of a module that exports a Worker)`);
+  return pathToFileURL(inside(root, file, source, "runtime", path)).href;
+}
+
+function onnxFile(settings: ModelSettings, root: string, dir: string, source: string): string {
   if (settings.file !== undefined) {
     const file = join(dir, settings.file);
     if (!existsSync(file)) throw new SettingsError(`${source}: file: there is no ${file}`);
-    return file;
+    return inside(root, file, source, "file", settings.file);
   }
   const found = readdirSync(dir).filter((f) => f.endsWith(".onnx"));
   if (found.length !== 1) {
     throw new SettingsError(`${source}: file: ${dir} holds ${found.length === 0 ? "no .onnx file" : `${found.length} .onnx files`}; name the one to serve`);
   }
-  return join(dir, found[0]!);
+  return inside(root, join(dir, found[0]!), source, "file", found[0]!);
 }
 
 // The bytes of the files under `dir`: what loading them costs, unless the settings say otherwise.

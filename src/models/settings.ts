@@ -18,6 +18,7 @@ const tensorMetadata = z.strictObject({
 export type TensorMetadata = z.infer<typeof tensorMetadata>;
 
 const NAME = /^[A-Za-z0-9_.-]+$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** The schema of a settings file; every field is described in docs/models.md. */
 export const modelSettingsSchema = z.strictObject({
@@ -34,8 +35,17 @@ export const modelSettingsSchema = z.strictObject({
   replicas: z.number().int().min(1).default(1),
   /** What one replica costs of the pool's memory budget (default: its files' size). */
   memoryBytes: z.number().int().min(0).optional(),
-  /** Passed to the model's Worker as `parameters`. */
-  parameters: z.record(z.string(), z.unknown()).default({}),
+  /** Passed to the model's Worker as `parameters`; `{"env": "NAME"}` is read from the environment. */
+  parameters: z
+    .record(z.string(), z.unknown())
+    .superRefine((parameters, ctx) => {
+      for (const [key, value] of Object.entries(parameters)) {
+        if (isEnvReference(value) && (typeof value.env !== "string" || !ENV_NAME.test(value.env))) {
+          ctx.addIssue({ code: "custom", path: [key, "env"], message: "the name of an environment variable (letters, digits and '_', not starting with a digit)" });
+        }
+      }
+    })
+    .default({}),
   /** Metadata of a module runtime's inputs and outputs (an ONNX model reports its own). */
   inputs: z.array(tensorMetadata).optional(),
   outputs: z.array(tensorMetadata).optional(),
@@ -83,4 +93,32 @@ export function readSettingsFile(file: string): ModelSettings {
     throw new SettingsError(`${file}: not JSON: ${(err as Error).message}`);
   }
   return parseSettings(value, file);
+}
+
+// A parameter given as `{"env": NAME}` (that key alone) is read from the environment.
+function isEnvReference(value: unknown): value is { env: unknown } {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const keys = Object.keys(value);
+  return keys.length === 1 && keys[0] === "env";
+}
+
+/**
+ * The parameters a model gets: those of its settings, with each `{"env": "NAME"}` replaced by
+ * the value of the environment variable NAME. The settings keep the reference, so that the
+ * value is never shown. Throws a {@link SettingsError} naming the parameter and the variable,
+ * never a value, when a variable is not set.
+ */
+export function resolveParameters(parameters: Record<string, unknown>, source: string, env: NodeJS.ProcessEnv = process.env): Record<string, unknown> {
+  const resolved: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(parameters)) {
+    if (!isEnvReference(value)) {
+      resolved[key] = value;
+      continue;
+    }
+    const name = value.env as string;
+    const secret = env[name];
+    if (secret === undefined) throw new SettingsError(`${source}: parameters.${key}: the environment variable ${name} is not set`);
+    resolved[key] = secret;
+  }
+  return resolved;
 }

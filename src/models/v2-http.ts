@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ShoalError } from "../errors.js";
 import type { Route } from "../scheduling/task.js";
+import { CONTROL_PATH } from "../server/access.js";
 import { readBody } from "../server/body.js";
 import { sendError, sendJson, type Delegate, type HttpFront } from "../server/http.js";
 import type { Catalog } from "./catalog.js";
@@ -12,7 +13,6 @@ export const EXTENSIONS = ["binary_tensor_data", "model_repository", "model_conf
 
 // /v2/models/{m}[/versions/{v}][/{action}]: action is "" (metadata), ready, infer, config or stats.
 const MODEL_PATH = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?(?:\/(ready|infer|config|stats))?$/;
-const REPOSITORY_PATH = /^\/v2\/repository\/models\/([^/]+)\/(load|unload)$/;
 // Control bodies (the index's `{"ready": true}`) are small; anything larger is refused.
 const CONTROL_BODY_BYTES = 64 * 1024;
 
@@ -78,9 +78,14 @@ export class V2Handler implements Delegate {
       this.#control(req, res, requestId, (body) => ok(this.catalog.index(body.ready === true)));
       return;
     }
-    const repository = REPOSITORY_PATH.exec(path);
+    const repository = CONTROL_PATH.exec(path);
     if (repository !== null) {
       post(req, path);
+      const refused = this.front.access.control(req.headers.origin, req.headers.authorization);
+      if (refused !== undefined) {
+        sendError(res, requestId, refused.error, refused.headers);
+        return;
+      }
       const [, name, action] = repository as unknown as [string, string, "load" | "unload"];
       const model = decodeSegment(name);
       this.#control(req, res, requestId, () => {

@@ -6,6 +6,7 @@ import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/registry.js";
 import { Task, type Reply, type Route } from "../scheduling/task.js";
+import { AccessPolicy, corsScope, isPreflight, type CorsScope } from "./access.js";
 import { readBody } from "./body.js";
 import type { ApiDocs, Page } from "./docs.js";
 
@@ -36,6 +37,8 @@ const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
  * runs user code nor decodes bodies: it hands bytes to the route's first stage.
  */
 export class HttpFront {
+  /** Who may load and unload models, and which origins get CORS headers. */
+  readonly access: AccessPolicy;
   readonly #server: NodeServer;
   readonly #routes: Map<string, Route>;
   readonly #config: ServerConfig;
@@ -54,6 +57,7 @@ export class HttpFront {
 
   constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics, docs: ApiDocs, logger: Logger, delegate?: Delegate) {
     this.#routes = routes;
+    this.access = new AccessPolicy(config);
     this.#log = logger;
     this.#delegate = delegate;
     this.#config = config;
@@ -167,6 +171,16 @@ export class HttpFront {
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
     const route = this.#routes.get(path);
+    const scope = corsScope(path, route !== undefined);
+    if (scope !== undefined) {
+      const origin = req.headers.origin;
+      if (isPreflight(req.method, origin, req.headers["access-control-request-method"])) {
+        this.#preflight(res, requestId, origin, scope);
+        return;
+      }
+      // Set before any answer is written: writeHead() merges them into every kind of answer.
+      for (const [name, value] of Object.entries(this.access.corsHeaders(origin, scope) ?? {})) res.setHeader(name, value);
+    }
     if (route === undefined) {
       const prefix = this.#delegate?.prefix;
       if (prefix !== undefined && (path === prefix || path.startsWith(`${prefix}/`))) this.#delegate!.handle(req, res, path, requestId);
@@ -174,6 +188,17 @@ export class HttpFront {
       return;
     }
     this.post(route, req, res, requestId, (task) => route.stages[0]!.admit(task));
+  }
+
+  // A CORS preflight: 204 with the CORS headers for an allowed origin, else 403 without them.
+  #preflight(res: ServerResponse, requestId: string, origin: string, scope: CorsScope): void {
+    const answer = this.access.preflight(origin, scope);
+    if (answer instanceof ShoalError) {
+      sendError(res, requestId, answer);
+      return;
+    }
+    res.writeHead(204, { ...answer, "x-request-id": requestId });
+    res.end();
   }
 
   /**

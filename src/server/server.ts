@@ -81,8 +81,8 @@ export class Server {
   /**
    * Adds a model served with the V2 protocol on the shared pool (`/v2/models/{name}/...`), with
    * the settings a `model-settings.json` would hold (see docs/models.md); its files (version
-   * folders, `.onnx` file, runtime module) are found in `dir`. Throws a `SettingsError` naming
-   * the field when the settings are invalid.
+   * folders, `.onnx` file, runtime module) are found in `dir`, and must be inside it. Throws a
+   * `SettingsError` naming the field when the settings are invalid.
    *
    * @example
    * ```ts

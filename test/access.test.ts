@@ -1,0 +1,136 @@
+/** The access decisions, without a server: control modes, the admin token, origins and CORS. */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { ShoalError } from "../src/errors.js";
+import { AccessPolicy, corsScope, isPreflight, type AccessConfig, type Refusal } from "../src/server/access.js";
+
+const ADMIN = "https://admin.example.com";
+const APP = "https://app.example.com";
+const EVIL = "https://evil.example.net";
+
+function policy(config: Partial<AccessConfig> = {}): AccessPolicy {
+  return new AccessPolicy({ modelControl: "explicit", adminToken: undefined, corsOrigins: [], ...config });
+}
+
+function refused(refusal: Refusal | undefined): { status: number; message: string; headers?: Record<string, string> } {
+  assert.ok(refusal !== undefined, "refused");
+  return { status: refusal.error.status, message: refusal.error.publicMessage, headers: refusal.headers };
+}
+
+function refusedPreflight(answer: Record<string, string> | ShoalError): ShoalError {
+  assert.ok(answer instanceof ShoalError, `allowed: ${JSON.stringify(answer)}`);
+  return answer;
+}
+
+describe("control requests", () => {
+  test("model control 'none' refuses them with 403, saying how to open them, whatever the token", () => {
+    const none = policy({ modelControl: "none", adminToken: "t0ken" });
+    for (const authorization of [undefined, "Bearer t0ken"]) {
+      const r = refused(none.control(undefined, authorization));
+      assert.equal(r.status, 403);
+      assert.match(r.message, /^forbidden: .*--model-control explicit/);
+    }
+  });
+
+  test("'explicit' without a token lets a request without Origin through", () => {
+    assert.equal(policy().control(undefined, undefined), undefined);
+  });
+
+  test("a token makes them need 'Authorization: Bearer <token>': 401 with WWW-Authenticate otherwise", () => {
+    const p = policy({ adminToken: "t0ken" });
+    for (const authorization of [undefined, "", "t0ken", "Basic dDBrZW4=", "Bearer t0ke", "Bearer t0ken2", "Bearer T0KEN", "Bearer t0ken extra", "Bearer"]) {
+      const r = refused(p.control(undefined, authorization));
+      assert.equal(r.status, 401, String(authorization));
+      assert.match(r.headers?.["www-authenticate"] ?? "", /^Bearer\b/);
+    }
+    assert.match(refused(p.control(undefined, undefined)).message, /^unauthorized: this request needs 'Authorization: Bearer <admin token>'$/);
+    assert.equal(refused(p.control(undefined, "Bearer nope")).message, "unauthorized: the admin token is not right");
+    for (const authorization of ["Bearer t0ken", "bearer t0ken", "BEARER  t0ken "]) assert.equal(p.control(undefined, authorization), undefined, authorization);
+  });
+
+  test("the message never shows the token", () => {
+    const p = policy({ adminToken: "s3cret-admin-token" });
+    for (const authorization of [undefined, "Bearer s3cret-admin-toke"]) assert.doesNotMatch(JSON.stringify(p.control(undefined, authorization)), /s3cret/);
+  });
+
+  test("a request with an Origin is refused (403) unless that origin is listed by name; '*' does not open them", () => {
+    const p = policy({ corsOrigins: ["*", ADMIN] });
+    const r = refused(p.control(EVIL, undefined));
+    assert.equal(r.status, 403);
+    assert.equal(r.message, `forbidden: origin '${EVIL}' may not load or unload models; list it in --cors-origins`);
+    assert.equal(refused(p.control("null", undefined)).status, 403);
+    assert.equal(p.control(ADMIN, undefined), undefined);
+    assert.equal(p.control("HTTPS://Admin.Example.com", undefined), undefined, "origins compare without case");
+    assert.equal(refused(policy().control(ADMIN, undefined)).status, 403, "no origin is listed by default");
+  });
+
+  test("a listed origin still needs the token", () => {
+    const p = policy({ adminToken: "t0ken", corsOrigins: [ADMIN] });
+    assert.equal(refused(p.control(ADMIN, undefined)).status, 401);
+    assert.equal(p.control(ADMIN, "Bearer t0ken"), undefined);
+    assert.equal(refused(p.control(EVIL, "Bearer t0ken")).status, 403, "the token does not open an origin not listed");
+  });
+});
+
+describe("CORS", () => {
+  test("the scope of each path: control routes, open routes, and none", () => {
+    assert.equal(corsScope("/v2/repository/models/mlp/load", false), "control");
+    assert.equal(corsScope("/v2/repository/models/mlp/unload", false), "control");
+    for (const path of ["/v2", "/v2/health/ready", "/v2/models/mlp", "/v2/models/mlp/versions/1/infer", "/v2/repository/index", "/healthz", "/readyz"]) {
+      assert.equal(corsScope(path, false), "open", path);
+    }
+    assert.equal(corsScope("/inference", true), "open");
+    for (const path of ["/metrics", "/docs", "/openapi.json", "/", "/inference"]) assert.equal(corsScope(path, false), undefined, path);
+  });
+
+  test("no origin configured: no CORS headers at all", () => {
+    assert.equal(policy().corsHeaders(APP, "open"), undefined);
+    assert.equal(policy({ corsOrigins: [APP] }).corsHeaders(APP, undefined), undefined);
+  });
+
+  test("an allowed origin gets itself back, the headers it may read, and Vary; another gets Vary alone", () => {
+    const p = policy({ corsOrigins: [APP] });
+    assert.deepEqual(p.corsHeaders(APP, "open"), {
+      "access-control-allow-origin": APP,
+      "access-control-expose-headers": "x-request-id, inference-header-content-length",
+      vary: "Origin",
+    });
+    assert.deepEqual(p.corsHeaders(EVIL, "open"), { vary: "Origin" });
+    assert.deepEqual(p.corsHeaders(undefined, "open"), { vary: "Origin" });
+  });
+
+  test("'*' allows any origin on open paths, never on control paths", () => {
+    const p = policy({ corsOrigins: ["*"] });
+    assert.equal(p.corsHeaders(EVIL, "open")?.["access-control-allow-origin"], EVIL);
+    assert.deepEqual(p.corsHeaders(EVIL, "control"), { vary: "Origin" });
+    assert.equal(refusedPreflight(p.preflight(EVIL, "control")).status, 403);
+  });
+
+  test("a preflight from an allowed origin: the methods, the headers (authorization included), max-age and Vary", () => {
+    const answer = policy({ corsOrigins: [APP] }).preflight(APP, "open");
+    assert.ok(!(answer instanceof ShoalError), answer.message);
+    assert.equal(answer["access-control-allow-origin"], APP);
+    assert.equal(answer["access-control-allow-methods"], "GET, HEAD, POST");
+    const headers = answer["access-control-allow-headers"]!.split(", ");
+    for (const name of ["content-type", "authorization", "x-request-id", "inference-header-content-length"]) assert.ok(headers.includes(name), name);
+    assert.ok(Number(answer["access-control-max-age"]) > 0);
+    assert.equal(answer.vary, "Origin");
+  });
+
+  test("a preflight from an origin not allowed is a 403", () => {
+    const r = refusedPreflight(policy({ corsOrigins: [APP] }).preflight(EVIL, "open"));
+    assert.equal(r.status, 403);
+    assert.equal(r.publicMessage, `forbidden: origin '${EVIL}' is not allowed; list it in --cors-origins`);
+  });
+
+  test("a control path's preflight is answered for an origin listed by name", () => {
+    assert.ok(!(policy({ corsOrigins: [ADMIN] }).preflight(ADMIN, "control") instanceof ShoalError));
+  });
+
+  test("a preflight is OPTIONS with an Origin and Access-Control-Request-Method", () => {
+    assert.equal(isPreflight("OPTIONS", APP, "POST"), true);
+    assert.equal(isPreflight("OPTIONS", undefined, "POST"), false);
+    assert.equal(isPreflight("OPTIONS", APP, undefined), false);
+    assert.equal(isPreflight("POST", APP, "POST"), false);
+  });
+});
