@@ -218,9 +218,10 @@ export class HttpFront {
    * and otherwise makes its task, with its deadline, and queues it with `admit`.
    */
   post(route: Route, req: IncomingMessage, res: ServerResponse, requestId: string, admit: Admit): void {
-    const path = route.path;
     const arrival = this.#arrivals.get(req) ?? performance.now();
     if (req.method !== "POST") {
+      // The path as the client wrote it: a V2 route's own path is its model's canonical one.
+      const path = (req.url ?? route.path).split("?", 1)[0];
       this.#refuse(route, arrival, res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use POST`), { allow: "POST" });
       return;
     }
