@@ -49,7 +49,7 @@ export class Metrics {
   readonly #workers = new Map<string, WorkerSnapshot>();
   readonly #answers = new Map<string, { latency: Histogram.Internal<"route">; byCode: Map<number, Counter.Internal> }>();
 
-  constructor(namespace: string, stages: () => readonly StageGauges[], inFlight: () => number) {
+  constructor(namespace: string, stages: () => readonly StageGauges[], inFlight: () => number, bytesInFlight: () => number) {
     const name = (n: string) => `${namespace}_${n}`;
     const registers = [this.registry];
     this.#requests = new Counter({ name: name("requests_total"), help: "Requests answered, by route and status code", labelNames: ["route", "code"], registers });
@@ -60,6 +60,14 @@ export class Metrics {
       registers,
       collect() {
         this.set(inFlight());
+      },
+    });
+    new Gauge({
+      name: name("request_bytes_in_flight"),
+      help: "Request body bytes held, from the start of reading a body until its request is answered (--max-inflight-bytes is the most)",
+      registers,
+      collect() {
+        this.set(bytesInFlight());
       },
     });
     new Gauge({

@@ -1,4 +1,6 @@
 import type { IncomingMessage } from "node:http";
+import { ShoalError } from "../errors.js";
+import type { Hold } from "./budget.js";
 
 /** A request body as read: the bytes, and the buffer that moves to a worker without a copy. */
 export interface Body {
@@ -6,55 +8,139 @@ export interface Body {
   transfer: ArrayBuffer[] | undefined;
 }
 
-// Past the limit, the rest of a body is read and dropped, up to this many more bytes (or the limit,
-// if larger) and for this long, before the 413 is sent anyway and the connection closed.
+/** How to read one request body, and where its outcome goes. */
+export interface BodyReading {
+  /** Largest body in bytes; a larger one is refused with 413. */
+  limit: number;
+  /**
+   * The request's share of the server's budget of body bytes: the body is held in it as it is
+   * read, and refused with 429 when it does not fit. Released here when the body is refused or
+   * its client leaves; after `done`, by whoever takes the body.
+   */
+  hold?: Hold;
+  /** The whole body. */
+  done(body: Body): void;
+  /** The body is refused: answer `error`, with `connection: close` when `close` is set. */
+  refused(error: ShoalError, close: boolean): void;
+}
+
+/**
+ * Emitted on a request, with the error to answer, when node:http gives up on its body (it did
+ * not arrive within `--request-timeout`, or is malformed): a reader still reading it refuses it
+ * with that error and `close` set.
+ */
+export const BODY_FAILED = Symbol("body failed");
+
+// Once a body is refused, the rest of it is read and dropped, up to this many more bytes (or the
+// limit, if larger) and for this long, before the connection is closed.
 const DISCARD_BYTES = 1024 * 1024;
 const DISCARD_MS = 2000;
 
 /**
- * Reads a request body of at most `limit` bytes. A body over the limit is never buffered: once it
- * is known to be too large (from `content-length` or while streaming), the rest is dropped as it
- * arrives, and `tooLarge` is called when the body ends. Answering earlier would close the
- * connection under a client still sending, and many clients would then see a reset instead of the
- * 413. A body too large to wait for (past the bounds above) gets `tooLarge(true)`: answer it and
- * close the connection.
+ * Reads a request body of at most `limit` bytes, held against the budget when a hold is given.
+ * A refused body is never kept: from the moment it is known to be refused (from
+ * `content-length` or while streaming), the rest is read and dropped as it arrives.
+ *
+ * A body over the limit gets its 413 when it ends: answering earlier would make many clients
+ * still sending close the connection and fail on their next write instead of reading the
+ * answer. A body that does not fit the budget gets its 429 at once: the server is shedding load,
+ * and a client told early can stop sending and retry later. Either way, a client that goes on
+ * sending past the bounds above is cut off (with the 413 if it is still owed), and one that
+ * declares a body too large to wait for is refused at once with `close` set.
  */
-export function readBody(req: IncomingMessage, limit: number, done: (body: Body) => void, tooLarge: (close: boolean) => void): void {
+export function receiveBody(req: IncomingMessage, reading: BodyReading): void {
+  const { limit, hold } = reading;
   const declared = req.headers["content-length"] === undefined ? -1 : Number(req.headers["content-length"]);
   const spare = Math.max(limit, DISCARD_BYTES);
   if (declared > limit + spare) {
-    tooLarge(true);
+    reading.refused(tooLarge(limit), true);
     return;
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  // Set once the body is known to be too large: from then on it is dropped, within the bounds.
+  // Reading the body, dropping it after a refusal, or finished.
+  let state: "reading" | "dropping" | "over" = "reading";
+  let dropped = 0;
+  // The answer to give when a refused body ends, unless it was given at once.
+  let owed: ShoalError | undefined;
   let timer: NodeJS.Timeout | undefined;
-  const stop = () => clearTimeout(timer);
-  const refuse = (close: boolean) => {
-    stop();
+
+  const stop = () => {
+    state = "over";
+    clearTimeout(timer);
     req.removeListener("data", onData);
     req.removeListener("end", onEnd);
-    req.removeListener("close", stop);
-    tooLarge(close);
+    req.removeListener("close", onClose);
+    req.removeListener(BODY_FAILED, onFailed);
   };
-  const discard = () => {
-    timer = setTimeout(() => refuse(true), DISCARD_MS);
-    req.on("close", stop);
+  const refuse = (error: ShoalError, now: boolean) => {
+    hold?.release();
+    chunks.length = 0;
+    state = "dropping";
+    timer = setTimeout(cutOff, DISCARD_MS);
+    if (now) reading.refused(error, false);
+    else owed = error;
+  };
+  // Past the bounds: the answer still owed goes with `close`, or the connection is closed.
+  const cutOff = () => {
+    stop();
+    if (owed !== undefined) reading.refused(owed, true);
+    else req.socket.destroy();
   };
   const onData = (chunk: Buffer) => {
+    if (state === "dropping") {
+      dropped += chunk.length;
+      if (dropped > spare) cutOff();
+      return;
+    }
     size += chunk.length;
-    if (timer !== undefined) {
-      if (size > limit + spare) refuse(true);
-    } else if (size > limit) {
-      chunks.length = 0;
-      discard();
-    } else chunks.push(chunk);
+    if (size > limit) refuse(tooLarge(limit), false);
+    else if (declared < 0 && hold !== undefined && !hold.take(chunk.length)) refuse(overBudget(), true);
+    else chunks.push(chunk);
   };
-  const onEnd = () => (timer === undefined ? done(assemble(chunks, size)) : refuse(false));
-  if (declared > limit) discard();
+  const onEnd = () => {
+    const whole = state === "reading";
+    stop();
+    if (whole) reading.done(assemble(chunks, size));
+    else if (owed !== undefined) reading.refused(owed, false);
+  };
+  // The client left before the body ended.
+  const onClose = () => {
+    stop();
+    hold?.release();
+  };
+  const onFailed = (error: ShoalError) => {
+    const answer = state === "reading" ? error : owed;
+    stop();
+    hold?.release();
+    if (answer !== undefined) reading.refused(answer, true);
+  };
   req.on("data", onData);
   req.on("end", onEnd);
+  req.on("close", onClose);
+  req.on(BODY_FAILED, onFailed);
+  if (declared > limit) refuse(tooLarge(limit), false);
+  else if (declared > 0 && hold !== undefined && !hold.take(declared)) refuse(overBudget(), true);
+}
+
+/**
+ * Reads a small body outside the budget (a control request's): {@link receiveBody} where only a
+ * body over `limit` is the caller's to answer (`tooLarge`); the front answers a body node:http
+ * gave up on.
+ */
+export function readBody(req: IncomingMessage, limit: number, done: (body: Body) => void, tooLarge: (close: boolean) => void): void {
+  const refused = (error: ShoalError, close: boolean) => {
+    if (error.code === "BODY_TOO_LARGE") tooLarge(close);
+  };
+  receiveBody(req, { limit, done, refused });
+}
+
+function tooLarge(limit: number): ShoalError {
+  return new ShoalError("BODY_TOO_LARGE", `the limit is ${limit} bytes`);
+}
+
+function overBudget(): ShoalError {
+  return new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
 }
 
 // The body gets an ArrayBuffer of its own, exactly its size, which then moves to the worker. A

@@ -1,13 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server as NodeServer, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders, type Server as NodeServer, type ServerOptions, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/registry.js";
 import { Task, type Reply, type Route } from "../scheduling/task.js";
 import { AccessPolicy, corsScope, isPreflight, type CorsScope } from "./access.js";
-import { readBody } from "./body.js";
+import { BODY_FAILED, receiveBody, type Body } from "./body.js";
+import { ByteBudget, type Hold } from "./budget.js";
+import { Connection } from "./connection.js";
 import type { ApiDocs, Page } from "./docs.js";
 
 /** A handler the front gives every request under its prefix (the V2 protocol under `/v2`). */
@@ -47,6 +49,9 @@ export class HttpFront {
   readonly #docs: ApiDocs;
   readonly #delegate: Delegate | undefined;
   readonly #log: Logger;
+  readonly #budget: ByteBudget;
+  // When each request being handled arrived: its first byte (performance.now()).
+  readonly #arrivals = new WeakMap<IncomingMessage, number>();
   #inFlight = 0;
   /** The tasks of requests accepted and not yet answered. */
   readonly #accepted = new Set<Task>();
@@ -64,13 +69,22 @@ export class HttpFront {
     this.#health = health;
     this.#metrics = metrics;
     this.#docs = docs;
-    this.#server = createServer((req, res) => this.#handle(req, res));
-    this.#server.on("clientError", answerMalformed);
+    this.#budget = new ByteBudget(config.maxInflightBytes);
+    this.#server = createServer(httpLimits(config), (req, res) => this.#handle(req, res));
+    // net.Server closes connections past its maxConnections as soon as they are accepted.
+    if (config.maxConnections > 0) this.#server.maxConnections = config.maxConnections;
+    this.#server.on("connection", (socket: Socket) => Connection.track(socket));
+    this.#server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => this.#clientError(err, socket));
   }
 
   /** Requests accepted and not yet answered. */
   get inFlight(): number {
     return this.#inFlight;
+  }
+
+  /** Request body bytes held now (`--max-inflight-bytes` is the most). */
+  get bytesInFlight(): number {
+    return this.#budget.held;
   }
 
   get draining(): boolean {
@@ -137,6 +151,8 @@ export class HttpFront {
   #handle(req: IncomingMessage, res: ServerResponse): void {
     const header = req.headers["x-request-id"];
     const requestId = typeof header === "string" && REQUEST_ID.test(header) ? header : randomUUID();
+    const connection = Connection.of(req.socket);
+    this.#arrivals.set(req, connection === undefined ? performance.now() : connection.received({ req, res, requestId }));
     // A socket error after the answer started (a client gone mid-write) must not become an
     // unhandled 'error' event.
     res.on("error", () => res.destroy());
@@ -164,6 +180,42 @@ export class HttpFront {
     } catch (err) {
       this.unexpected(err, res, requestId);
     }
+  }
+
+  /**
+   * Answers a request node:http gave up on (malformed, or late: its head past
+   * `--headers-timeout`, or the whole of it past `--request-timeout`), then closes the connection.
+   * The answer goes out only where it cannot be taken for the answer to another request.
+   */
+  #clientError(err: NodeJS.ErrnoException, socket: Socket): void {
+    if (err.code === "ECONNRESET") {
+      socket.destroy();
+      return;
+    }
+    const latest = Connection.of(socket)?.latest;
+    if (latest === undefined || latest.req.complete) {
+      // A new request's head. While an answer is still owed on the connection, one written now
+      // would be taken for it: the connection is closed without one.
+      if (latest === undefined || latest.res.writableFinished) answerRaw(socket, this.#clientErrorOf(err, "headers"));
+      else socket.destroy();
+      return;
+    }
+    // The body of the latest request: its reader refuses it (its route counts the answer) and
+    // returns its bytes; without a reader, the answer is ours.
+    const { req, res, requestId } = latest;
+    const error = this.#clientErrorOf(err, "body");
+    req.emit(BODY_FAILED, error);
+    if (!res.headersSent) sendError(res, requestId, error, { connection: "close" });
+    else if (res.writableFinished || !res.writableEnded) socket.destroy();
+    else res.once("finish", () => socket.destroy());
+  }
+
+  // The answer to a node:http client error, in the part of the request where it happened.
+  #clientErrorOf(err: NodeJS.ErrnoException, part: "headers" | "body"): ShoalError {
+    if (err.code === "HPE_HEADER_OVERFLOW") return new ShoalError("HEADERS_TOO_LARGE");
+    if (err.code !== "ERR_HTTP_REQUEST_TIMEOUT") return new ShoalError("BAD_REQUEST", `malformed HTTP request (${err.code ?? err.message})`);
+    const ms = part === "headers" ? headersTimeoutMs(this.#config) : this.#config.requestTimeoutMs;
+    return new ShoalError("TIMEOUT", `the request ${part} did not arrive within ${ms} ms`);
   }
 
   #dispatch(req: IncomingMessage, res: ServerResponse, requestId: string): void {
@@ -206,9 +258,10 @@ export class HttpFront {
    * and otherwise makes its task, with its deadline, and queues it with `admit`.
    */
   post(route: Route, req: IncomingMessage, res: ServerResponse, requestId: string, admit: Admit): void {
-    const path = route.path;
-    const arrival = performance.now();
+    const arrival = this.#arrivals.get(req) ?? performance.now();
     if (req.method !== "POST") {
+      // The path as the client wrote it: a V2 route's own path is its model's canonical one.
+      const path = (req.url ?? route.path).split("?", 1)[0];
       this.#refuse(route, arrival, res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use POST`), { allow: "POST" });
       return;
     }
@@ -216,24 +269,22 @@ export class HttpFront {
       this.#refuse(route, arrival, res, requestId, new ShoalError("SHUTTING_DOWN", "the server is shutting down"), { connection: "close" });
       return;
     }
-    readBody(
-      req,
-      this.#config.maxRequestSize,
-      (body) =>
+    const hold = this.#budget.hold();
+    receiveBody(req, {
+      limit: this.#config.maxRequestSize,
+      hold,
+      done: (body) =>
         this.guard(res, requestId, () => {
-          if (body.bytes.byteLength === 0) this.#refuse(route, arrival, res, requestId, new ShoalError("EMPTY_BODY", "empty request body"));
-          else this.#accept(route, req, res, requestId, arrival, body.bytes, body.transfer, admit);
+          if (body.bytes.byteLength === 0) this.#refuse(route, arrival, res, requestId, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
+          else this.#accept(route, req, res, requestId, arrival, body, hold, admit);
         }),
-      (close) =>
-        this.guard(res, requestId, () => {
-          const error = new ShoalError("BODY_TOO_LARGE", `the limit is ${this.#config.maxRequestSize} bytes`);
-          this.#refuse(route, arrival, res, requestId, error, close ? { connection: "close" } : undefined);
-        }),
-    );
+      refused: (error, close) => this.guard(res, requestId, () => this.#refuse(route, arrival, res, requestId, error, close ? { connection: "close" } : undefined, hold)),
+    });
   }
 
-  // Answers a route request that was not accepted, and counts it.
-  #refuse(route: Route, arrival: number, res: ServerResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders): void {
+  // Answers a route request that was not accepted, counts it, and returns its body's bytes.
+  #refuse(route: Route, arrival: number, res: ServerResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders, hold?: Hold): void {
+    hold?.release();
     sendError(res, requestId, error, headers);
     this.answered(route, error.status, arrival);
   }
@@ -243,11 +294,16 @@ export class HttpFront {
     this.#metrics.answered(route.path, status, performance.now() - arrival);
   }
 
-  #accept(route: Route, req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, bytes: Uint8Array, transfer: ArrayBuffer[] | undefined, admit: Admit): void {
+  #accept(route: Route, req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, body: Body, hold: Hold, admit: Admit): void {
     const timeoutMs = this.#config.timeoutMs;
+    // A request that took its whole deadline to arrive is not queued at all.
+    if (performance.now() - arrival >= timeoutMs) {
+      this.#refuse(route, arrival, res, requestId, new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`), undefined, hold);
+      return;
+    }
     const meta = { requestId, headers: req.headers, deadline: Date.now() - (performance.now() - arrival) + timeoutMs, route: route.path };
-    const exchange = new Exchange(this, route, arrival, res, requestId);
-    const task = new Task(route, meta, arrival + timeoutMs, bytes, transfer, exchange);
+    const exchange = new Exchange(this, route, arrival, res, requestId, hold);
+    const task = new Task(route, meta, arrival + timeoutMs, body.bytes, body.transfer, exchange);
     exchange.task = task;
     this.#accepted.add(task);
     this.#inFlight++;
@@ -316,6 +372,8 @@ class Exchange implements Reply {
     readonly arrival: number,
     readonly res: ServerResponse,
     readonly requestId: string,
+    // The request body's bytes, held against the budget until the task settles.
+    readonly hold: Hold,
   ) {}
 
   send(body: Uint8Array, contentType: string, headers?: Record<string, string>): void {
@@ -332,6 +390,7 @@ class Exchange implements Reply {
 
   release(): void {
     clearTimeout(this.timer);
+    this.hold.release();
     this.front.released(this.task);
   }
 }
@@ -355,17 +414,36 @@ export function sendError(res: ServerResponse, requestId: string, error: ShoalEr
   sendJson(res, requestId, error.status, { error: error.publicMessage }, headers);
 }
 
-// A request Node cannot parse still gets a JSON error (with an id to quote) before the socket closes.
-function answerMalformed(err: NodeJS.ErrnoException, socket: import("node:net").Socket): void {
-  if (!socket.writable || err.code === "ECONNRESET") {
+// Answers on the socket itself, for a request node:http never handed over (with an id to quote),
+// then closes the connection: a client that kept it open would otherwise hold it for good.
+function answerRaw(socket: Socket, error: ShoalError): void {
+  if (!socket.writable) {
     socket.destroy();
     return;
   }
-  const tooLarge = err.code === "HPE_HEADER_OVERFLOW";
-  const error = tooLarge ? new ShoalError("HEADERS_TOO_LARGE") : new ShoalError("BAD_REQUEST", `malformed HTTP request (${err.code ?? err.message})`);
   const body = JSON.stringify({ error: error.publicMessage });
   socket.end(
-    `HTTP/1.1 ${error.status} ${tooLarge ? "Request Header Fields Too Large" : "Bad Request"}\r\n` +
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n` +
       `content-type: ${JSON_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
   );
+}
+
+// node:http rejects a headers timeout longer than the request timeout; a head cannot take longer
+// than the whole request anyway.
+function headersTimeoutMs(config: ServerConfig): number {
+  return Math.min(config.headersTimeoutMs, config.requestTimeoutMs);
+}
+
+/** The node:http server options for the flags' limits. */
+function httpLimits(config: ServerConfig): ServerOptions {
+  const headersTimeout = headersTimeoutMs(config);
+  return {
+    headersTimeout,
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    // node:http looks for late requests this often (30 s by default): a fraction of the
+    // shortest timeout, so that a late request is answered soon after its time is up.
+    connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(headersTimeout / 4))),
+  };
 }

@@ -162,7 +162,7 @@ export class Server {
 
   async #start(config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<AddressInfo> {
     let front: HttpFront | undefined;
-    const metrics: Metrics = new Metrics(config.namespace, (): readonly Stage[] => stages, () => front?.inFlight ?? 0);
+    const metrics: Metrics = new Metrics(config.namespace, (): readonly Stage[] => stages, () => front?.inFlight ?? 0, () => front?.bytesInFlight ?? 0);
     const { stages, routes } = this.#build(config, logger, metrics);
     const modelPool = models === undefined ? undefined : this.#modelPool(config, logger, metrics);
     const health: Health = {
@@ -213,7 +213,7 @@ export class Server {
   // loaded once on a pool of one worker (with no memory budget), and no HTTP port.
   async #dryRun(config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<boolean> {
     const print = (line: string) => process.stdout.write(`${line}\n`);
-    const metrics = new Metrics(config.namespace, () => [], () => 0);
+    const metrics = new Metrics(config.namespace, () => [], () => 0, () => 0);
     const { stages, routes } = this.#build(config, logger, metrics, true);
     const modelPool = models === undefined ? undefined : this.#modelPool({ ...config, workers: 1, modelMemoryBytes: 0 }, logger, metrics);
     try {
