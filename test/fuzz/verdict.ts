@@ -65,7 +65,7 @@ export function judge(o: Outcome): string | undefined {
 
 // `/readyz` answers 503 with `{"ready": false, "reason": ...}`, its documented body, not an error's.
 function isReadiness(req: FuzzRequest): boolean {
-  return (req.method === "GET" || req.method === "HEAD") && req.path === "/readyz";
+  return (req.method === "GET" || req.method === "HEAD") && pathOf(req) === "/readyz";
 }
 
 function readinessBody(body: Buffer): boolean {
@@ -79,7 +79,13 @@ function readinessBody(body: Buffer): boolean {
 }
 
 function onBuggyRoute(req: FuzzRequest): boolean {
-  return req.method === "POST" && req.path === BUGGY_ROUTE;
+  return req.method === "POST" && pathOf(req) === BUGGY_ROUTE;
+}
+
+// The path the server routes by: the request target without its query string.
+function pathOf(req: FuzzRequest): string {
+  const q = req.path.indexOf("?");
+  return q < 0 ? req.path : req.path.slice(0, q);
 }
 
 /** Failures grouped by what went wrong, with the first few requests that showed each. */
