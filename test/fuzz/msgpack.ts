@@ -61,7 +61,7 @@ function toValue(value: Json): unknown {
   return value;
 }
 
-/** An extension frame of `type` around `data`, in the smallest form that fits, or in `form` when given. */
+/** An extension frame of `type` around `data`, in the smallest form that fits; its header may declare another length. */
 function extFrame(type: number, data: Uint8Array, declared = data.length): Uint8Array {
   const t = type & 0xff;
   const fixed: Record<number, number> = { 1: 0xd4, 2: 0xd5, 4: 0xd6, 8: 0xd7, 16: 0xd8 };
