@@ -147,93 +147,102 @@ function rawRequest(r: Random, path: string, body: Uint8Array): Uint8Array {
   return ownBody ? bytes : Buffer.concat([bytes, body]);
 }
 
+/** What a kind of request makes before the client's bending: method, path, body, headers. */
+interface Draft {
+  method: string;
+  path: string;
+  body?: Uint8Array;
+  contentType?: string;
+  headers?: [string, string][];
+}
+
+function stageDraft(r: Random, route: keyof typeof STAGE_ROUTES, raw: boolean): Draft {
+  let path: string = STAGE_ROUTES[route];
+  if (r.chance(0.08)) path = joinPath(r, path.split("/").filter((s) => s).map((s) => spell(r, s, raw)));
+  const near = stageInput(r, route);
+  if (route === "msgpack") {
+    const body = msgpackBody(r, r.chance(0.5) ? { tag: "t", values: [1, 2, r.int(0, 9)], blob: r.bytes(r.skewed(0, 32)) } : undefined);
+    return { method: "POST", path, body, contentType: "application/msgpack" };
+  }
+  if (route === "bytes") return { method: "POST", path, body: r.chance(0.7) ? r.bytes(r.skewed(0, 4096)) : jsonBody(r, near), contentType: "application/octet-stream" };
+  return { method: "POST", path, body: jsonBody(r, near), contentType: "application/json" };
+}
+
+function inferDraft(r: Random, binary: boolean, raw: boolean): Draft {
+  const model = r.weighted<string>([[8, "mlp"], [4, "upper"], [2, r.pick(MODEL_NAMES)]]);
+  const known = model === "mlp" || model === "upper";
+  const version = model === "mlp" && r.chance(0.3) ? `/versions/${r.pick(["1", "2"])}` : "";
+  const path = r.chance(0.85) ? `/v2/models/${known ? model : encodeURIComponent(model)}${version}/infer` : modelPath(r, raw, "infer");
+  const v2 = v2Body(r, model, binary);
+  return { method: "POST", path, body: v2.body, contentType: v2.contentType, headers: v2.headerLength === undefined ? [] : [["inference-header-content-length", v2.headerLength]] };
+}
+
+function serverDraft(r: Random): Draft {
+  const path = r.pick(V2_FIXED);
+  if (path !== "/v2/repository/index") return { method: r.chance(0.8) ? "GET" : "POST", path };
+  const body = r.chance(0.5) ? utf8.encode(writeJson(r, r.pick<Json>([{}, { ready: true }, { ready: "yes" }, [], null]))) : jsonBody(r, {});
+  return { method: "POST", path, body, contentType: "application/json" };
+}
+
+function controlDraft(r: Random, raw: boolean): Draft {
+  const model = r.weighted<string>([[6, "mlp"], [6, "upper"], [3, r.pick(MODEL_NAMES)]]);
+  const action = r.weighted<string>([[3, "load"], [2, "unload"], [1, "index"]]);
+  const path =
+    action === "index"
+      ? "/v2/repository/index"
+      : r.chance(0.8)
+        ? `/v2/repository/models/${encodeURIComponent(model)}/${action}`
+        : joinPath(r, ["v2", "repository", "models", spell(r, model, raw), action]);
+  const body = r.chance(0.5) ? undefined : utf8.encode(writeJson(r, r.pick<Json>([{}, { parameters: {} }, randomJson(r, 2)])));
+  return { method: "POST", path, body, contentType: r.pick(["application/json", "text/plain", "application/x-www-form-urlencoded"]) };
+}
+
+function pathDraft(r: Random, raw: boolean): Draft {
+  const draft: Draft = { method: r.pick(METHODS), path: anyPath(r, raw, KNOWN) };
+  if (r.chance(0.5)) {
+    draft.body = jsonBody(r, randomJson(r, 2));
+    draft.contentType = r.pick(CONTENT_TYPES);
+  }
+  return draft;
+}
+
+// Each kind of request, how often it comes, and how it is made.
+const KINDS: readonly (readonly [number, string, (r: Random, raw: boolean) => Draft])[] = [
+  [6, "stage:json", (r, raw) => stageDraft(r, "json", raw)],
+  [4, "stage:msgpack", (r, raw) => stageDraft(r, "msgpack", raw)],
+  [3, "stage:bytes", (r, raw) => stageDraft(r, "bytes", raw)],
+  [4, "stage:batch", (r, raw) => stageDraft(r, "batch", raw)],
+  [4, "stage:typed", (r, raw) => stageDraft(r, "typed", raw)],
+  [4, "stage:pipeline", (r, raw) => stageDraft(r, "pipeline", raw)],
+  [2, "stage:buggy", (r, raw) => stageDraft(r, "buggy", raw)],
+  [8, "v2:infer-json", (r, raw) => inferDraft(r, false, raw)],
+  [6, "v2:infer-binary", (r, raw) => inferDraft(r, true, raw)],
+  [4, "v2:model", (r, raw) => ({ method: "GET", path: modelPath(r, raw, r.pick(["", "ready", "config", "stats", "", "ready"])) })],
+  [2, "v2:server", (r) => serverDraft(r)],
+  // Loads cost a model's start-up each: a few are enough to race them with everything else.
+  [0.5, "v2:control", (r, raw) => controlDraft(r, raw)],
+  [3, "builtin", (r) => ({ method: "GET", path: r.pick(BUILTIN) })],
+  [3, "path", (r, raw) => pathDraft(r, raw)],
+];
+
 /** Request `index` of the run seeded with `seed`. */
 export function generate(seed: number, index: number, target: FuzzTarget): FuzzRequest {
   const r = Random.of(seed, index);
   const raw = r.chance(0.03);
-  const kind = r.weighted<string>([
-    [6, "stage:json"],
-    [4, "stage:msgpack"],
-    [3, "stage:bytes"],
-    [4, "stage:batch"],
-    [4, "stage:typed"],
-    [4, "stage:pipeline"],
-    [2, "stage:buggy"],
-    [8, "v2:infer-json"],
-    [6, "v2:infer-binary"],
-    [4, "v2:model"],
-    [2, "v2:server"],
-    [0.5, "v2:control"],
-    [3, "builtin"],
-    [3, "path"],
-  ]);
-  let method = "POST";
-  let path: string;
-  let body: Uint8Array | undefined;
-  let contentType: string | undefined;
-  const headers: [string, string][] = [];
-  if (kind.startsWith("stage:")) {
-    const route = kind.slice(6) as keyof typeof STAGE_ROUTES;
-    path = STAGE_ROUTES[route];
-    if (r.chance(0.08)) path = joinPath(r, path.split("/").filter((s) => s).map((s) => spell(r, s, raw)));
-    const near = stageInput(r, route);
-    if (route === "msgpack") {
-      body = msgpackBody(r, r.chance(0.5) ? { tag: "t", values: [1, 2, r.int(0, 9)], blob: r.bytes(r.skewed(0, 32)) } : undefined);
-      contentType = "application/msgpack";
-    } else if (route === "bytes") {
-      body = r.chance(0.7) ? r.bytes(r.skewed(0, 4096)) : jsonBody(r, near);
-      contentType = "application/octet-stream";
-    } else {
-      body = jsonBody(r, near);
-      contentType = "application/json";
-    }
-  } else if (kind === "v2:infer-json" || kind === "v2:infer-binary") {
-    const model = r.weighted<string>([[8, "mlp"], [4, "upper"], [2, r.pick(MODEL_NAMES)]]);
-    path = r.chance(0.85)
-      ? `/v2/models/${model === "mlp" || model === "upper" ? model : encodeURIComponent(model)}${r.chance(0.3) && model === "mlp" ? `/versions/${r.pick(["1", "2"])}` : ""}/infer`
-      : modelPath(r, raw, "infer");
-    const v2 = v2Body(r, model, kind === "v2:infer-binary");
-    body = v2.body;
-    contentType = v2.contentType;
-    if (v2.headerLength !== undefined) headers.push(["inference-header-content-length", v2.headerLength]);
-  } else if (kind === "v2:model") {
-    method = "GET";
-    path = modelPath(r, raw, r.pick(["", "ready", "config", "stats", "", "ready"]));
-  } else if (kind === "v2:server") {
-    method = r.chance(0.8) ? "GET" : "POST";
-    path = r.pick(V2_FIXED);
-    if (path === "/v2/repository/index") {
-      method = "POST";
-      body = r.chance(0.5) ? utf8.encode(writeJson(r, r.pick<Json>([{}, { ready: true }, { ready: "yes" }, [], null]))) : jsonBody(r, {});
-      contentType = "application/json";
-    }
-  } else if (kind === "v2:control") {
-    const model = r.weighted<string>([[6, "mlp"], [6, "upper"], [3, r.pick(MODEL_NAMES)]]);
-    const action = r.weighted<string>([[3, "load"], [2, "unload"], [1, "index"]]);
-    path = action === "index" ? "/v2/repository/index" : r.chance(0.8) ? `/v2/repository/models/${encodeURIComponent(model)}/${action}` : joinPath(r, ["v2", "repository", "models", spell(r, model, raw), action]);
-    body = r.chance(0.5) ? undefined : utf8.encode(writeJson(r, r.pick<Json>([{}, { parameters: {} }, randomJson(r, 2)])));
-    contentType = r.pick(["application/json", "text/plain", "application/x-www-form-urlencoded"]);
-  } else if (kind === "builtin") {
-    method = "GET";
-    path = r.pick(BUILTIN);
-  } else {
-    method = r.pick(METHODS);
-    path = anyPath(r, raw, KNOWN);
-    if (r.chance(0.5)) {
-      body = jsonBody(r, randomJson(r, 2));
-      contentType = r.pick(CONTENT_TYPES);
-    }
-  }
+  const [kind, make] = r.weighted(KINDS.map(([weight, name, build]) => [weight, [name, build]] as const));
+  const draft = make(r, raw);
+  let { method, body, contentType } = draft;
   // What a client controls, bent now and then.
   if (r.chance(0.07)) method = r.pick(METHODS);
   if (r.chance(0.1)) contentType = r.pick(CONTENT_TYPES);
   if (r.chance(0.001)) body = bigBody(r);
   else if (r.chance(0.03) && body !== undefined) body = body.subarray(0, r.int(0, body.length));
+  const headers: [string, string][] = [...(draft.headers ?? [])];
   if (contentType !== undefined && contentType !== "") headers.push(["content-type", contentType]);
   headers.push(...extraHeaders(r, target, kind === "v2:control"));
   const chunked = body !== undefined && body.length > 0 && r.chance(0.1);
-  if (!raw) return { index, kind, method, path, headers, body, chunked, raw: undefined };
-  const bytes = rawRequest(r, path, body ?? new Uint8Array());
+  if (!raw) return { index, kind, method, path: draft.path, headers, body, chunked, raw: undefined };
+  const bytes = rawRequest(r, draft.path, body ?? new Uint8Array());
   // The method and target the raw request line really has, for judging its answer.
   const [sentMethod = "", sentPath = ""] = Buffer.from(bytes.subarray(0, 2048)).toString("utf8").split(/\r?\n/)[0]!.split(" ");
   return { index, kind: `raw:${kind}`, method: sentMethod, path: sentPath, headers: [], body, chunked: false, raw: bytes };
