@@ -1,0 +1,83 @@
+/**
+ * The fuzz suite: tens of thousands of generated requests (test/fuzz/) against one server with
+ * stages of every codec, a batching stage, a typed stage, a two-stage pipeline and a model
+ * repository (ONNX and a module runtime). Seeded, so a failure names requests that can be sent
+ * again (`npm run fuzz -- --seed S --only I`). FUZZ_COUNT and FUZZ_SEED change the run.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { Outcome } from "./fuzz/client.js";
+import { Random } from "./fuzz/random.js";
+import { generate, type FuzzRequest } from "./fuzz/requests.js";
+import { checkAfter, describeRun, FUZZ_TARGET, runFuzz, startFuzzServer, type FuzzResult, type FuzzServer } from "./fuzz/run.js";
+import { judge } from "./fuzz/verdict.js";
+
+const COUNT = Number(process.env.FUZZ_COUNT ?? 20_000);
+const SEED = Number(process.env.FUZZ_SEED ?? 1);
+
+describe("the fuzz's own parts", () => {
+  test("the generator is deterministic: a seed and an index always make the same request", () => {
+    const a = new Random(42);
+    const b = new Random(42);
+    const drawn = Array.from({ length: 5 }, () => a.uint32());
+    assert.deepEqual(drawn, Array.from({ length: 5 }, () => b.uint32()));
+    assert.equal(new Set(drawn).size, 5);
+    for (const index of [0, 1, 777, 19_999]) assert.deepEqual(generate(7, index, FUZZ_TARGET), generate(7, index, FUZZ_TARGET));
+    assert.notDeepEqual(generate(7, 1, FUZZ_TARGET), generate(8, 1, FUZZ_TARGET));
+  });
+
+  test("the verdict: documented 5xx pass, others and malformed error answers do not", () => {
+    const outcome = (method: string, path: string, status: number | undefined, body: string, headers: Record<string, string> = { "content-type": "application/json", "x-request-id": "r" }): Outcome => {
+      const request: FuzzRequest = { index: 0, kind: "test", method, path, headers: [], body: undefined, chunked: false, raw: undefined };
+      return { request, status, headers, body: Buffer.from(body), error: status === undefined ? "ECONNRESET" : undefined, unsent: false, answers: status === undefined ? 0 : 1, reused: false, ms: 1 };
+    };
+    const internal = '{"error":"inference internal error"}';
+    assert.equal(judge(outcome("POST", "/fuzz/buggy", 500, internal)), undefined);
+    assert.equal(judge(outcome("POST", "/fuzz/json", 500, internal)), "500 inference internal error");
+    assert.equal(judge(outcome("POST", "/fuzz/buggy", 500, '{"error":"worker died: gone"}')), "500 worker died: gone");
+    assert.equal(judge(outcome("GET", "/v2/models/mlp/ready", 503, '{"error":"service unavailable: loading"}')), undefined);
+    assert.equal(judge(outcome("GET", "/readyz", 503, '{"ready":false,"reason":"loading"}')), undefined);
+    assert.equal(judge(outcome("GET", "/x", 502, "{}")), "status 502, which is not in the error table");
+    assert.equal(judge(outcome("GET", "/x", 400, '{"error":1}')), '400 whose body is not {"error": "..."}');
+    assert.equal(judge(outcome("GET", "/x", 400, "", {})), "400 without an x-request-id");
+    assert.equal(judge(outcome("GET", "/x", undefined, "")), "no answer: ECONNRESET");
+  });
+});
+
+describe(`fuzz: ${COUNT} generated requests, seed ${SEED}`, () => {
+  let server: FuzzServer;
+  let result: FuzzResult;
+  let afterwards: string[];
+
+  before(async () => {
+    server = await startFuzzServer();
+    result = await runFuzz({ port: server.server.port, seed: SEED, count: COUNT, concurrency: 24, timeoutMs: 15_000 });
+    afterwards = await checkAfter(server);
+    process.stdout.write(describeRun(SEED, result).map((line) => `${line}\n`).join(""));
+  });
+  after(() => server?.stop());
+
+  // The failures whose text starts with `what`, as the run printed them.
+  const failures = (what: RegExp) => {
+    const lines: string[] = [];
+    for (const f of result.findings.list().filter((f) => what.test(f.problem))) lines.push(`${f.problem} (${f.count}x), e.g. request #${f.examples[0]!.request.index}`);
+    return lines;
+  };
+
+  test("every request gets exactly one HTTP answer: no reset, no hang, no second answer", () => {
+    assert.equal(result.tally.count, COUNT);
+    assert.deepEqual(failures(/^no answer|answers to one request/), []);
+  });
+
+  test("no 5xx but the documented ones (503; 500 from the Worker that throws by design)", () => {
+    assert.deepEqual(failures(/^5\d\d /), []);
+  });
+
+  test("every answer has a status of the error table, an x-request-id, and errors are {\"error\": ...} JSON", () => {
+    assert.deepEqual(failures(/^(?!no answer|5\d\d |\d+ answers to one request)/), []);
+  });
+
+  test("afterwards the server is the same process, ready, with nothing in flight, and every route answers", () => {
+    assert.deepEqual(afterwards, []);
+  });
+});

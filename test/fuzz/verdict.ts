@@ -1,0 +1,154 @@
+/**
+ * What the fuzz holds every answer to, and the summary of a run.
+ *
+ * Every request gets exactly one HTTP answer (no reset, no timeout, no second answer). Its
+ * status is 2xx or one of the error table's, and a 5xx only as documented:
+ *
+ * - 503 `service unavailable: ...`: a model that is not loaded (loading, unloaded, failed), a
+ *   server that is not ready or shutting down;
+ * - 500 `inference internal error`, only from the route whose Worker throws by design
+ *   ({@link BUGGY_ROUTE}): a Worker's own exception costs its request, nothing more.
+ *
+ * Any other 500 (`internal error`, `worker died`, `encoding error`, or `inference internal error`
+ * from a route whose Worker never throws) is a finding. Every error answer is JSON,
+ * exactly `{"error": "..."}`, and every answer carries an `x-request-id` (the client's, when it
+ * sent a well-formed one).
+ */
+import { ERRORS } from "../../src/errors.js";
+import type { Outcome } from "./client.js";
+import { BUGGY_ROUTE, type FuzzRequest } from "./requests.js";
+
+/** The statuses an answer may have: success, a CORS preflight's 204, and the error table's. */
+export const ALLOWED_STATUSES: ReadonlySet<number> = new Set([200, 204, ...Object.values(ERRORS).map((e) => e.status)]);
+
+/** The 5xx answers that are documented, as status and exact message (or message prefix). */
+export const DOCUMENTED_5XX = [
+  { status: 503, message: /^service unavailable(: |$)/, where: "any route: not ready, not loaded, shutting down" },
+  { status: 500, message: /^inference internal error$/, where: `${BUGGY_ROUTE} only: its Worker throws by design` },
+] as const;
+
+// A client's request id is echoed only when it is short and printable (as the server decides).
+const ECHOED_ID = /^[\x21-\x7e]{1,200}$/;
+
+/** What is wrong with an outcome, in words that group alike failures; undefined when nothing is. */
+export function judge(o: Outcome): string | undefined {
+  const req = o.request;
+  if (o.unsent) return undefined;
+  if (o.status === undefined) return `no answer: ${o.error}`;
+  if (o.answers > 1) return `${o.answers} answers to one request`;
+  if (!ALLOWED_STATUSES.has(o.status)) return `status ${o.status}, which is not in the error table`;
+  if (o.headers["x-request-id"] === undefined || o.headers["x-request-id"] === "") return `${o.status} without an x-request-id`;
+  // A request whose head Node could not parse (431, a malformed one) is answered before its id is known.
+  const sentId = req.headers.filter(([name]) => name === "x-request-id").map(([, value]) => value);
+  if (req.raw === undefined && o.status !== 431 && sentId.length === 1 && ECHOED_ID.test(sentId[0]!) && o.headers["x-request-id"] !== sentId[0]) return `${o.status} with another x-request-id than the client's well-formed one`;
+  if (o.status < 400) return undefined;
+  if (o.status === 503 && isReadiness(req) && readinessBody(o.body)) return undefined;
+  const type = o.headers["content-type"];
+  if (type !== "application/json") return `${o.status} with content-type ${type ?? "(none)"} instead of JSON`;
+  // A HEAD answer has the headers of the GET's and no body.
+  let message: string | undefined;
+  if (req.raw !== undefined || req.method !== "HEAD") {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(o.body.toString("utf8"));
+    } catch {
+      return `${o.status} whose body is not JSON`;
+    }
+    const keys = parsed !== null && typeof parsed === "object" ? Object.keys(parsed) : [];
+    if (keys.length !== 1 || keys[0] !== "error" || typeof (parsed as { error: unknown }).error !== "string") return `${o.status} whose body is not {"error": "..."}`;
+    message = (parsed as { error: string }).error;
+  }
+  if (o.status < 500) return undefined;
+  const documented = DOCUMENTED_5XX.some((d) => d.status === o.status && (message === undefined || d.message.test(message)) && (d.status !== 500 || onBuggyRoute(req)));
+  return documented ? undefined : `${o.status} ${message ?? "(HEAD)"}`;
+}
+
+// `/readyz` answers 503 with `{"ready": false, "reason": ...}`, its documented body, not an error's.
+function isReadiness(req: FuzzRequest): boolean {
+  return (req.method === "GET" || req.method === "HEAD") && pathOf(req) === "/readyz";
+}
+
+function readinessBody(body: Buffer): boolean {
+  if (body.length === 0) return true;
+  try {
+    const parsed = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
+    return parsed.ready === false && typeof parsed.reason === "string";
+  } catch {
+    return false;
+  }
+}
+
+function onBuggyRoute(req: FuzzRequest): boolean {
+  return req.method === "POST" && pathOf(req) === BUGGY_ROUTE;
+}
+
+// The path the server routes by: the request target without its query string.
+function pathOf(req: FuzzRequest): string {
+  const q = req.path.indexOf("?");
+  return q < 0 ? req.path : req.path.slice(0, q);
+}
+
+/** Failures grouped by what went wrong, with the first few requests that showed each. */
+export class Findings {
+  readonly #groups = new Map<string, { count: number; examples: Outcome[] }>();
+
+  add(problem: string, outcome: Outcome): void {
+    // Numbers and long quoted parts vary from request to request; the kind of failure does not.
+    const key = `${problem.replace(/\d{4,}/g, "N").replace(/'[^']{20,}'/g, "'…'").slice(0, 200)}`;
+    let group = this.#groups.get(key);
+    if (group === undefined) this.#groups.set(key, (group = { count: 0, examples: [] }));
+    group.count++;
+    if (group.examples.length < 3) group.examples.push(outcome);
+  }
+
+  get size(): number {
+    return this.#groups.size;
+  }
+
+  get total(): number {
+    let n = 0;
+    for (const g of this.#groups.values()) n += g.count;
+    return n;
+  }
+
+  /** Each kind of failure with its count and examples, most frequent first. */
+  list(): { problem: string; count: number; examples: Outcome[] }[] {
+    return [...this.#groups.entries()].map(([problem, g]) => ({ problem, ...g })).sort((a, b) => b.count - a.count);
+  }
+}
+
+/** A request as a reader can send it again: method, path, headers and the start of the body. */
+export function describeRequest(req: FuzzRequest): string {
+  const show = (bytes: Uint8Array, n: number) => JSON.stringify(Buffer.from(bytes.subarray(0, n)).toString("latin1")) + (bytes.length > n ? `… (${bytes.length} bytes)` : "");
+  if (req.raw !== undefined) return `#${req.index} ${req.kind}, raw bytes: ${show(req.raw, 300)}`;
+  const headers = req.headers.map(([k, v]) => `${k}: ${v.length > 80 ? `${v.slice(0, 80)}… (${v.length})` : v}`).join("; ");
+  const body = req.body === undefined ? "no body" : `${req.chunked ? "chunked " : ""}body ${show(req.body, 200)}`;
+  return `#${req.index} ${req.kind}: ${req.method} ${req.path.length > 200 ? `${req.path.slice(0, 200)}… (${req.path.length})` : req.path} [${headers}] ${body}`;
+}
+
+/** Counts of a run: by status, and by kind of request and status. */
+export class Tally {
+  readonly byStatus = new Map<string, number>();
+  readonly byKind = new Map<string, Map<string, number>>();
+  count = 0;
+  unsent = 0;
+
+  add(o: Outcome): void {
+    this.count++;
+    if (o.unsent) this.unsent++;
+    const status = o.unsent ? "unsent" : o.status === undefined ? "no answer" : String(o.status);
+    this.byStatus.set(status, (this.byStatus.get(status) ?? 0) + 1);
+    let kind = this.byKind.get(o.request.kind);
+    if (kind === undefined) this.byKind.set(o.request.kind, (kind = new Map()));
+    kind.set(status, (kind.get(status) ?? 0) + 1);
+  }
+
+  /** The counts as text lines, statuses in order. */
+  lines(): string[] {
+    const order = (m: Map<string, number>) => [...m.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([s, n]) => `${s}: ${n}`).join(", ");
+    return [
+      `by status: ${order(this.byStatus)}`,
+      ...[...this.byKind.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([kind, m]) => `  ${kind.padEnd(22)} ${order(m)}`),
+    ];
+  }
+}
