@@ -33,7 +33,7 @@ export interface ServerConfig {
   modelControl: "none" | "explicit";
   /** When set, control requests (load, unload) need `Authorization: Bearer <token>`. */
   adminToken: string | undefined;
-  /** Browser origins allowed to call Shoal (CORS); control requests from other origins get 403. */
+  /** Browser origins given CORS headers (`*`: any); load/unload only from origins listed by name. */
   corsOrigins: string[];
   /** Deadline of a control request (load, unload), in ms. */
   controlTimeoutMs: number;
@@ -102,7 +102,7 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--model-control <mode>", "none: the repository's models load at start and load/unload are refused (403); explicit: load/unload are open").env("SHOAL_MODEL_CONTROL").choices(["none", "explicit"]).default(defaults.modelControl),
     new Option("--admin-token <token>", "control requests (load, unload) need 'Authorization: Bearer <token>'").env("SHOAL_ADMIN_TOKEN").default(defaults.adminToken),
     new Option("--admin-token-file <path>", "read the admin token from this file (a mounted secret)").env("SHOAL_ADMIN_TOKEN_FILE"),
-    new Option("--cors-origins <origins>", "comma-separated browser origins allowed to call the server, or *; control requests from other origins get 403").env("SHOAL_CORS_ORIGINS").argParser(originList).default(defaults.corsOrigins),
+    new Option("--cors-origins <origins>", "comma-separated browser origins given CORS headers, or *; load/unload only from origins listed by name").env("SHOAL_CORS_ORIGINS").argParser(originList).default(defaults.corsOrigins),
     new Option("--control-timeout <ms>", "deadline of a control request (load, unload)").env("SHOAL_CONTROL_TIMEOUT").argParser(integer(1)).default(defaults.controlTimeoutMs),
     new Option("--max-tensor-elements <n>", "most tensor elements one request may hold (default: --max-request-size)").env("SHOAL_MAX_TENSOR_ELEMENTS").argParser(integer(1)),
     new Option("--max-bytes-elements <n>", "most BYTES (string) elements one request may hold").env("SHOAL_MAX_BYTES_ELEMENTS").argParser(integer(1)).default(defaults.maxBytesElements),
