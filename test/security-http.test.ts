@@ -57,6 +57,11 @@ class Wire {
     return !this.#ended;
   }
 
+  /** What has arrived and is not part of a response read so far. */
+  get rest(): string {
+    return this.#buffer.toString("latin1");
+  }
+
   write(data: string | Buffer): void {
     if (this.open && !this.socket.destroyed) this.socket.write(data);
   }
@@ -478,4 +483,26 @@ describe("paths cannot add metric series or take the server down", () => {
     const reply = await post(`${server.url}/v2/models/mlp/infer`, request);
     assert.equal(reply.status, 200, reply.text);
   });
+});
+
+describe("every request gets exactly one answer of our shape, and gets to read it", () => {
+  let server: ServerProcess;
+  before(async () => {
+    server = await startServer(fixture("basic.ts"));
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("a route that has answered before reading its chunked body gets no second answer when that body turns out malformed", async () => {
+    for (const [method, path, status] of [["POST", "/nothing", 404], ["PUT", "/inference", 405]] as const) {
+      const wire = await Wire.open(server.port);
+      wire.write(head(method, path, { "transfer-encoding": "chunked" }));
+      assert.equal((await wire.response()).status, status);
+      wire.write("zz\r\nx\r\n0\r\n\r\n");
+      await wire.closed;
+      assert.equal(wire.rest, "", `nothing more after the ${status}`);
+    }
+  });
+
 });
