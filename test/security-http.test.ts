@@ -505,4 +505,19 @@ describe("every request gets exactly one answer of our shape, and gets to read i
     }
   });
 
+  test("an HTTP/1.1 request without Host gets our JSON 400 with its request id, and the connection is closed; HTTP/1.0 needs none", async () => {
+    const wire = await Wire.open(server.port);
+    wire.write('POST /inference HTTP/1.1\r\nx-request-id: no-host\r\ncontent-type: application/json\r\ncontent-length: 8\r\n\r\n{"n": 1}');
+    const res = await wire.response();
+    assertWireError(res, 400, "bad request: an HTTP/1.1 request must have a Host header");
+    assert.equal(res.headers["x-request-id"], "no-host");
+    assert.equal(res.headers.connection, "close");
+    await wire.closed;
+    const old = await Wire.open(server.port);
+    old.write('POST /inference HTTP/1.0\r\ncontent-type: application/json\r\ncontent-length: 8\r\n\r\n{"n": 1}');
+    const served = await old.response();
+    assert.equal(served.status, 200, served.text);
+    assert.deepEqual(served.json.echo, { n: 1 });
+  });
+
 });

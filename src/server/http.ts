@@ -70,7 +70,8 @@ export class HttpFront {
     this.#metrics = metrics;
     this.#docs = docs;
     this.#budget = new ByteBudget(config.maxInflightBytes);
-    this.#server = createServer(httpLimits(config), (req, res) => this.#handle(req, res));
+    // node:http's own answer to a request without Host is a bare 400: the front gives its own.
+    this.#server = createServer({ ...httpLimits(config), requireHostHeader: false }, (req, res) => this.#handle(req, res));
     // net.Server closes connections past its maxConnections as soon as they are accepted.
     if (config.maxConnections > 0) this.#server.maxConnections = config.maxConnections;
     this.#server.on("connection", (socket: Socket) => Connection.track(socket));
@@ -219,6 +220,10 @@ export class HttpFront {
   }
 
   #dispatch(req: IncomingMessage, res: ServerResponse, requestId: string): void {
+    if (req.httpVersion === "1.1" && req.headers.host === undefined) {
+      sendError(res, requestId, new ShoalError("BAD_REQUEST", "an HTTP/1.1 request must have a Host header"), { connection: "close" });
+      return;
+    }
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
