@@ -45,9 +45,10 @@ class Wire {
     );
   }
 
-  static open(port: number): Promise<Wire> {
+  /** `halfOpen`: the connection stays open for writing after the server closes its side. */
+  static open(port: number, halfOpen = false): Promise<Wire> {
     return new Promise((resolve, reject) => {
-      const socket = connect(port, "127.0.0.1");
+      const socket = connect({ port, host: "127.0.0.1", allowHalfOpen: halfOpen });
       socket.once("connect", () => resolve(new Wire(socket)));
       socket.once("error", reject);
     });
@@ -518,6 +519,43 @@ describe("every request gets exactly one answer of our shape, and gets to read i
     const served = await old.response();
     assert.equal(served.status, 200, served.text);
     assert.deepEqual(served.json.echo, { n: 1 });
+  });
+
+  test("an answer that closes the connection while a large body is still arriving is read by the client, not lost to a reset", async () => {
+    const MB = 1024 * 1024;
+    const body = Buffer.alloc(21 * MB, 0x20);
+    const cases = [
+      [405, "PUT", { connection: "close" }, 12 * MB],
+      [431, "POST", { "x-padding": "p".repeat(20_000) }, 12 * MB],
+      // Past what is read and dropped of a refused body: refused at once.
+      [413, "POST", {}, 21 * MB],
+    ] as const;
+    for (const [status, method, headers, size] of cases) {
+      for (let round = 0; round < 3; round++) {
+        const sent = Array.from({ length: 4 }, () => rawRequest(server.port, "/inference", { method, headers: { "content-type": "application/json", ...headers }, body: body.subarray(0, size) }).response);
+        for (const outcome of await Promise.allSettled(sent)) {
+          assert.equal(outcome.status, "fulfilled", `${status}: ${outcome.status === "rejected" ? String(outcome.reason) : ""}`);
+          const res = (outcome as PromiseFulfilledResult<{ status: number; text: string }>).value;
+          assert.equal(res.status, status, res.text);
+          assert.ok(res.text.startsWith('{"error":'), res.text);
+        }
+      }
+    }
+    assert.equal((await post(`${server.url}/inference`, { n: 1 })).status, 200);
+  });
+
+  test("a closing connection reads what its client still sends for a bounded time, then is closed", async () => {
+    const wire = await Wire.open(server.port, true);
+    wire.write(head("POST", "/inference", { "content-type": "application/json", "content-length": 100 * 1024 * 1024 }));
+    void wire.trickle(Array.from({ length: 100 }, () => Buffer.alloc(16 * 1024, 0x20)), 100);
+    const res = await wire.response();
+    assertWireError(res, 413, "request body is too large: the limit is 10485760 bytes");
+    assert.equal(res.headers.connection, "close");
+    const closed = await Promise.race([wire.closed, sleep(8000).then(() => undefined)]);
+    assert.notEqual(closed, undefined, "the connection was not closed");
+    const lingered = closed! - res.at;
+    assert.ok(lingered >= 1000, `closed ${lingered} ms after the answer: the client still sending could lose it to a reset`);
+    assert.ok(lingered < 6000, `closed ${lingered} ms after the answer`);
   });
 
 });

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { ShoalError } from "../errors.js";
 import type { Hold } from "./budget.js";
+import type { Linger } from "./connection.js";
 
 /** A request body as read: the bytes, and the buffer that moves to a worker without a copy. */
 export interface Body {
@@ -37,6 +38,14 @@ const DISCARD_BYTES = 1024 * 1024;
 const DISCARD_MS = 2000;
 
 /**
+ * How much of a refused body of at most `limit` bytes is read and dropped, and for how long,
+ * before the connection is closed; also how long a closing connection reads what still comes.
+ */
+export function discardBounds(limit: number): Linger {
+  return { ms: DISCARD_MS, bytes: Math.max(limit, DISCARD_BYTES) };
+}
+
+/**
  * Reads a request body of at most `limit` bytes, held against the budget when a hold is given.
  * A refused body is never kept: from the moment it is known to be refused (from
  * `content-length` or while streaming), the rest is read and dropped as it arrives.
@@ -51,7 +60,7 @@ const DISCARD_MS = 2000;
 export function receiveBody(req: IncomingMessage, reading: BodyReading): void {
   const { limit, hold } = reading;
   const declared = req.headers["content-length"] === undefined ? -1 : Number(req.headers["content-length"]);
-  const spare = Math.max(limit, DISCARD_BYTES);
+  const { bytes: spare, ms } = discardBounds(limit);
   if (declared > limit + spare) {
     reading.refused(tooLarge(limit), true);
     return;
@@ -77,7 +86,7 @@ export function receiveBody(req: IncomingMessage, reading: BodyReading): void {
     hold?.release();
     chunks.length = 0;
     state = "dropping";
-    timer = setTimeout(cutOff, DISCARD_MS);
+    timer = setTimeout(cutOff, ms);
     if (now) reading.refused(error, false);
     else owed = error;
   };

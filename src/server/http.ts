@@ -7,9 +7,9 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/registry.js";
 import { Task, type Reply, type Route } from "../scheduling/task.js";
 import { AccessPolicy, corsScope, isPreflight, type CorsScope } from "./access.js";
-import { BODY_FAILED, receiveBody, type Body } from "./body.js";
+import { BODY_FAILED, discardBounds, receiveBody, type Body } from "./body.js";
 import { ByteBudget, type Hold } from "./budget.js";
-import { Connection } from "./connection.js";
+import { Connection, type Linger } from "./connection.js";
 import type { ApiDocs, Page } from "./docs.js";
 
 /** A handler the front gives every request under its prefix (the V2 protocol under `/v2`). */
@@ -74,7 +74,8 @@ export class HttpFront {
     this.#server = createServer({ ...httpLimits(config), requireHostHeader: false }, (req, res) => this.#handle(req, res));
     // net.Server closes connections past its maxConnections as soon as they are accepted.
     if (config.maxConnections > 0) this.#server.maxConnections = config.maxConnections;
-    this.#server.on("connection", (socket: Socket) => Connection.track(socket));
+    const linger: Linger = discardBounds(config.maxRequestSize);
+    this.#server.on("connection", (socket: Socket) => Connection.track(socket, linger));
     this.#server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => this.#clientError(err, socket));
   }
 
@@ -189,15 +190,18 @@ export class HttpFront {
    * The answer goes out only where it cannot be taken for the answer to another request.
    */
   #clientError(err: NodeJS.ErrnoException, socket: Socket): void {
-    if (err.code === "ECONNRESET") {
+    const connection = Connection.of(socket);
+    if (err.code === "ECONNRESET" || connection === undefined) {
       socket.destroy();
       return;
     }
-    const latest = Connection.of(socket)?.latest;
+    // node:http parses what a closing connection still receives, and fails again on each piece.
+    if (connection.closing) return;
+    const latest = connection.latest;
     if (latest === undefined || latest.req.complete) {
       // A new request's head. While an answer is still owed on the connection, one written now
       // would be taken for it: the connection is closed without one.
-      if (latest === undefined || latest.res.writableFinished) answerRaw(socket, this.#clientErrorOf(err, "headers"));
+      if (latest === undefined || latest.res.writableFinished) answerRaw(connection, socket, this.#clientErrorOf(err, "headers"));
       else socket.destroy();
       return;
     }
@@ -207,8 +211,9 @@ export class HttpFront {
     const error = this.#clientErrorOf(err, "body");
     req.emit(BODY_FAILED, error);
     if (!res.headersSent) sendError(res, requestId, error, { connection: "close" });
-    else if (res.writableFinished || !res.writableEnded) socket.destroy();
-    else res.once("finish", () => socket.destroy());
+    else if (!res.writableEnded) socket.destroy();
+    else if (res.writableFinished) connection.close();
+    else res.once("finish", () => connection.close());
   }
 
   // The answer to a node:http client error, in the part of the request where it happened.
@@ -421,17 +426,17 @@ export function sendError(res: ServerResponse, requestId: string, error: ShoalEr
 
 // Answers on the socket itself, for a request node:http never handed over (with an id to quote),
 // then closes the connection: a client that kept it open would otherwise hold it for good.
-function answerRaw(socket: Socket, error: ShoalError): void {
+function answerRaw(connection: Connection, socket: Socket, error: ShoalError): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
   const body = JSON.stringify({ error: error.publicMessage });
-  socket.end(
+  socket.write(
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n` +
       `content-type: ${JSON_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
-    () => socket.destroy(),
   );
+  connection.close();
 }
 
 // node:http rejects a headers timeout longer than the request timeout; a head cannot take longer
