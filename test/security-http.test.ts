@@ -76,11 +76,14 @@ class Wire {
     }
   }
 
-  /** The next whole response; rejects if the connection closes first or after `timeoutMs`. */
-  async response(timeoutMs = 10_000): Promise<WireResponse> {
+  /**
+   * The next whole response (to a HEAD when `toHead` is set: no body); rejects if the connection
+   * closes first or after `timeoutMs`.
+   */
+  async response(timeoutMs = 10_000, toHead = false): Promise<WireResponse> {
     const end = performance.now() + timeoutMs;
     for (;;) {
-      const parsed = this.#take();
+      const parsed = this.#take(toHead);
       if (parsed !== undefined) return parsed;
       if (!this.open) throw new Error(`the connection closed without a whole response (${this.#buffer.length} bytes: ${this.#buffer.toString("latin1").slice(0, 200)})`);
       if (performance.now() > end) throw new Error(`no whole response within ${timeoutMs} ms`);
@@ -96,7 +99,7 @@ class Wire {
   }
 
   // A whole response from the front of the buffer (our answers always carry a content-length).
-  #take(): WireResponse | undefined {
+  #take(toHead: boolean): WireResponse | undefined {
     const head = this.#buffer.indexOf("\r\n\r\n");
     if (head < 0) return undefined;
     const [statusLine, ...lines] = this.#buffer.subarray(0, head).toString("latin1").split("\r\n");
@@ -105,7 +108,7 @@ class Wire {
       const colon = line.indexOf(":");
       headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
     }
-    const length = Number(headers["content-length"] ?? 0);
+    const length = toHead ? 0 : Number(headers["content-length"] ?? 0);
     if (this.#buffer.length < head + 4 + length) return undefined;
     const text = this.#buffer.subarray(head + 4, head + 4 + length).toString("utf8");
     this.#buffer = this.#buffer.subarray(head + 4 + length);
@@ -519,6 +522,24 @@ describe("every request gets exactly one answer of our shape, and gets to read i
     const served = await old.response();
     assert.equal(served.status, 200, served.text);
     assert.deepEqual(served.json.echo, { n: 1 });
+  });
+
+  test("an error answered to a HEAD has no body, node:http's parser's own included", async () => {
+    const cases = [
+      [431, head("HEAD", "/healthz", { "x-big": "b".repeat(20_000) })],
+      [400, "HEAD /healthz HTTP/1.1\r\nhost: localhost\r\nbad header\r\n\r\n"],
+      [400, "\r\nHEAD /healthz HTTP/1.1\r\n\r\n"],
+    ] as const;
+    for (const [status, request] of cases) {
+      const wire = await Wire.open(server.port);
+      wire.write(request);
+      const res = await wire.response(10_000, true);
+      assert.equal(res.status, status);
+      assert.equal(res.headers["content-type"], "application/json");
+      assert.ok(res.headers["x-request-id"]);
+      await wire.closed;
+      assert.equal(wire.rest, "", `no body after the ${status} to a HEAD`);
+    }
   });
 
   test("an answer that closes the connection while a large body is still arriving is read by the client, not lost to a reset", async () => {

@@ -28,6 +28,9 @@ export interface Health {
   notReady(): string | undefined;
 }
 
+/** An error of node:http's parser, with the piece of input it was parsing. */
+type ClientError = NodeJS.ErrnoException & { rawPacket?: Buffer };
+
 const JSON_TYPE = "application/json";
 const GET_ONLY = "GET, HEAD";
 
@@ -76,7 +79,7 @@ export class HttpFront {
     if (config.maxConnections > 0) this.#server.maxConnections = config.maxConnections;
     const linger: Linger = discardBounds(config.maxRequestSize);
     this.#server.on("connection", (socket: Socket) => Connection.track(socket, linger));
-    this.#server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => this.#clientError(err, socket));
+    this.#server.on("clientError", (err: ClientError, socket: Socket) => this.#clientError(err, socket));
   }
 
   /** Requests accepted and not yet answered. */
@@ -189,7 +192,7 @@ export class HttpFront {
    * `--headers-timeout`, or the whole of it past `--request-timeout`), then closes the connection.
    * The answer goes out only where it cannot be taken for the answer to another request.
    */
-  #clientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  #clientError(err: ClientError, socket: Socket): void {
     const connection = Connection.of(socket);
     if (err.code === "ECONNRESET" || connection === undefined) {
       socket.destroy();
@@ -201,7 +204,7 @@ export class HttpFront {
     if (latest === undefined || latest.req.complete) {
       // A new request's head. While an answer is still owed on the connection, one written now
       // would be taken for it: the connection is closed without one.
-      if (latest === undefined || latest.res.writableFinished) answerRaw(connection, socket, this.#clientErrorOf(err, "headers"));
+      if (latest === undefined || latest.res.writableFinished) answerRaw(connection, socket, this.#clientErrorOf(err, "headers"), isHead(err.rawPacket));
       else socket.destroy();
       return;
     }
@@ -425,8 +428,9 @@ export function sendError(res: ServerResponse, requestId: string, error: ShoalEr
 }
 
 // Answers on the socket itself, for a request node:http never handed over (with an id to quote),
-// then closes the connection: a client that kept it open would otherwise hold it for good.
-function answerRaw(connection: Connection, socket: Socket, error: ShoalError): void {
+// then closes the connection: a client that kept it open would otherwise hold it for good. The
+// answer to a HEAD has the headers of any other's and no body.
+function answerRaw(connection: Connection, socket: Socket, error: ShoalError, head: boolean): void {
   if (!socket.writable) {
     socket.destroy();
     return;
@@ -434,9 +438,22 @@ function answerRaw(connection: Connection, socket: Socket, error: ShoalError): v
   const body = JSON.stringify({ error: error.publicMessage });
   socket.write(
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n` +
-      `content-type: ${JSON_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
+      `content-type: ${JSON_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${head ? "" : body}`,
   );
   connection.close();
+}
+
+// Whether the request node:http gave up on is a HEAD, as far as the piece of input it was parsing
+// shows. The request begins there unless its head came in pieces: it does not follow another
+// request in the same piece, since it is answered only once that one's answer has gone out,
+// which takes longer than parsing a piece. A head that began in an earlier piece is taken for
+// another method's.
+function isHead(rawPacket: Buffer | undefined): boolean {
+  if (rawPacket === undefined) return false;
+  let at = 0;
+  // Empty lines before a request line are allowed (RFC 9112, 2.2).
+  while (rawPacket[at] === 0x0d || rawPacket[at] === 0x0a) at++;
+  return rawPacket.toString("latin1", at, at + 5) === "HEAD ";
 }
 
 // node:http rejects a headers timeout longer than the request timeout; a head cannot take longer
