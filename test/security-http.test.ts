@@ -579,4 +579,26 @@ describe("every request gets exactly one answer of our shape, and gets to read i
     assert.ok(lingered < 6000, `closed ${lingered} ms after the answer`);
   });
 
+  test("Expect: 100-continue: 100 once the body is to be read; a body too large, or a request answered without its body, gets its answer at once", async () => {
+    const small = await Wire.open(server.port);
+    small.write(head("POST", "/inference", { "content-type": "application/json", "content-length": 8, expect: "100-continue" }));
+    assert.equal((await small.response()).status, 100);
+    small.write('{"n": 2}');
+    const served = await small.response();
+    assert.equal(served.status, 200, served.text);
+    assert.deepEqual(served.json.echo, { n: 2 });
+    small.close();
+    const cases = [
+      [413, head("POST", "/inference", { "content-type": "application/json", "content-length": 12 * 1024 * 1024, expect: "100-continue" })],
+      [404, head("POST", "/nothing", { "content-length": 100, expect: "100-continue" })],
+    ] as const;
+    for (const [status, request] of cases) {
+      const wire = await Wire.open(server.port);
+      wire.write(request);
+      const res = await wire.response();
+      assert.equal(res.status, status, `${res.status} ${res.text}`);
+      assert.equal(res.headers.connection, "close");
+      await wire.closed;
+    }
+  });
 });

@@ -45,6 +45,9 @@ export function discardBounds(limit: number): Linger {
   return { ms: DISCARD_MS, bytes: Math.max(limit, DISCARD_BYTES) };
 }
 
+// node:http's own test for a request that waits for 100 Continue before sending its body.
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
+
 /**
  * Reads a request body of at most `limit` bytes, held against the budget when a hold is given.
  * A refused body is never kept: from the moment it is known to be refused (from
@@ -56,12 +59,15 @@ export function discardBounds(limit: number): Linger {
  * and a client told early can stop sending and retry later. Either way, a client that goes on
  * sending past the bounds above is cut off (with the 413 if it is still owed), and one that
  * declares a body too large to wait for is refused at once with `close` set.
+ *
+ * A client that sent `Expect: 100-continue` has not sent its body yet: the front sends it
+ * 100 Continue only once the body is read, so a body it declares too large is refused at once.
  */
 export function receiveBody(req: IncomingMessage, reading: BodyReading): void {
   const { limit, hold } = reading;
   const declared = req.headers["content-length"] === undefined ? -1 : Number(req.headers["content-length"]);
   const { bytes: spare, ms } = discardBounds(limit);
-  if (declared > limit + spare) {
+  if (declared > limit + spare || (declared > limit && CONTINUE.test(req.headers.expect ?? ""))) {
     reading.refused(tooLarge(limit), true);
     return;
   }

@@ -80,6 +80,14 @@ export class HttpFront {
     const linger: Linger = discardBounds(config.maxRequestSize);
     this.#server.on("connection", (socket: Socket) => Connection.track(socket, linger));
     this.#server.on("clientError", (err: ClientError, socket: Socket) => this.#clientError(err, socket));
+    // A client that sent `Expect: 100-continue` waits for it before sending its body: it gets it
+    // once its body is read, and a request answered without reading it is answered at once.
+    this.#server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+      req.once("resume", () => {
+        if (!res.headersSent) res.writeContinue();
+      });
+      this.#handle(req, res);
+    });
   }
 
   /** Requests accepted and not yet answered. */
