@@ -45,9 +45,10 @@ class Wire {
     );
   }
 
-  static open(port: number): Promise<Wire> {
+  /** `halfOpen`: the connection stays open for writing after the server closes its side. */
+  static open(port: number, halfOpen = false): Promise<Wire> {
     return new Promise((resolve, reject) => {
-      const socket = connect(port, "127.0.0.1");
+      const socket = connect({ port, host: "127.0.0.1", allowHalfOpen: halfOpen });
       socket.once("connect", () => resolve(new Wire(socket)));
       socket.once("error", reject);
     });
@@ -55,6 +56,11 @@ class Wire {
 
   get open(): boolean {
     return !this.#ended;
+  }
+
+  /** What has arrived and is not part of a response read so far. */
+  get rest(): string {
+    return this.#buffer.toString("latin1");
   }
 
   write(data: string | Buffer): void {
@@ -70,11 +76,14 @@ class Wire {
     }
   }
 
-  /** The next whole response; rejects if the connection closes first or after `timeoutMs`. */
-  async response(timeoutMs = 10_000): Promise<WireResponse> {
+  /**
+   * The next whole response (to a HEAD when `toHead` is set: no body); rejects if the connection
+   * closes first or after `timeoutMs`.
+   */
+  async response(timeoutMs = 10_000, toHead = false): Promise<WireResponse> {
     const end = performance.now() + timeoutMs;
     for (;;) {
-      const parsed = this.#take();
+      const parsed = this.#take(toHead);
       if (parsed !== undefined) return parsed;
       if (!this.open) throw new Error(`the connection closed without a whole response (${this.#buffer.length} bytes: ${this.#buffer.toString("latin1").slice(0, 200)})`);
       if (performance.now() > end) throw new Error(`no whole response within ${timeoutMs} ms`);
@@ -90,7 +99,7 @@ class Wire {
   }
 
   // A whole response from the front of the buffer (our answers always carry a content-length).
-  #take(): WireResponse | undefined {
+  #take(toHead: boolean): WireResponse | undefined {
     const head = this.#buffer.indexOf("\r\n\r\n");
     if (head < 0) return undefined;
     const [statusLine, ...lines] = this.#buffer.subarray(0, head).toString("latin1").split("\r\n");
@@ -99,7 +108,7 @@ class Wire {
       const colon = line.indexOf(":");
       headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
     }
-    const length = Number(headers["content-length"] ?? 0);
+    const length = toHead ? 0 : Number(headers["content-length"] ?? 0);
     if (this.#buffer.length < head + 4 + length) return undefined;
     const text = this.#buffer.subarray(head + 4, head + 4 + length).toString("utf8");
     this.#buffer = this.#buffer.subarray(head + 4 + length);
@@ -477,5 +486,119 @@ describe("paths cannot add metric series or take the server down", () => {
     assert.equal((await send(`${server.url}/v2/health/ready`)).status, 200);
     const reply = await post(`${server.url}/v2/models/mlp/infer`, request);
     assert.equal(reply.status, 200, reply.text);
+  });
+});
+
+describe("every request gets exactly one answer of our shape, and gets to read it", () => {
+  let server: ServerProcess;
+  before(async () => {
+    server = await startServer(fixture("basic.ts"));
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("a route that has answered before reading its chunked body gets no second answer when that body turns out malformed", async () => {
+    for (const [method, path, status] of [["POST", "/nothing", 404], ["PUT", "/inference", 405]] as const) {
+      const wire = await Wire.open(server.port);
+      wire.write(head(method, path, { "transfer-encoding": "chunked" }));
+      assert.equal((await wire.response()).status, status);
+      wire.write("zz\r\nx\r\n0\r\n\r\n");
+      await wire.closed;
+      assert.equal(wire.rest, "", `nothing more after the ${status}`);
+    }
+  });
+
+  test("an HTTP/1.1 request without Host gets our JSON 400 with its request id, and the connection is closed; HTTP/1.0 needs none", async () => {
+    const wire = await Wire.open(server.port);
+    wire.write('POST /inference HTTP/1.1\r\nx-request-id: no-host\r\ncontent-type: application/json\r\ncontent-length: 8\r\n\r\n{"n": 1}');
+    const res = await wire.response();
+    assertWireError(res, 400, "bad request: an HTTP/1.1 request must have a Host header");
+    assert.equal(res.headers["x-request-id"], "no-host");
+    assert.equal(res.headers.connection, "close");
+    await wire.closed;
+    const old = await Wire.open(server.port);
+    old.write('POST /inference HTTP/1.0\r\ncontent-type: application/json\r\ncontent-length: 8\r\n\r\n{"n": 1}');
+    const served = await old.response();
+    assert.equal(served.status, 200, served.text);
+    assert.deepEqual(served.json.echo, { n: 1 });
+  });
+
+  test("an error answered to a HEAD has no body, node:http's parser's own included", async () => {
+    const cases = [
+      [431, head("HEAD", "/healthz", { "x-big": "b".repeat(20_000) })],
+      [400, "HEAD /healthz HTTP/1.1\r\nhost: localhost\r\nbad header\r\n\r\n"],
+      [400, "\r\nHEAD /healthz HTTP/1.1\r\n\r\n"],
+    ] as const;
+    for (const [status, request] of cases) {
+      const wire = await Wire.open(server.port);
+      wire.write(request);
+      const res = await wire.response(10_000, true);
+      assert.equal(res.status, status);
+      assert.equal(res.headers["content-type"], "application/json");
+      assert.ok(res.headers["x-request-id"]);
+      await wire.closed;
+      assert.equal(wire.rest, "", `no body after the ${status} to a HEAD`);
+    }
+  });
+
+  test("an answer that closes the connection while a large body is still arriving is read by the client, not lost to a reset", async () => {
+    const MB = 1024 * 1024;
+    const body = Buffer.alloc(21 * MB, 0x20);
+    const cases = [
+      [405, "PUT", { connection: "close" }, 12 * MB],
+      [431, "POST", { "x-padding": "p".repeat(20_000) }, 12 * MB],
+      // Past what is read and dropped of a refused body: refused at once.
+      [413, "POST", {}, 21 * MB],
+    ] as const;
+    for (const [status, method, headers, size] of cases) {
+      for (let round = 0; round < 3; round++) {
+        const sent = Array.from({ length: 4 }, () => rawRequest(server.port, "/inference", { method, headers: { "content-type": "application/json", ...headers }, body: body.subarray(0, size) }).response);
+        for (const outcome of await Promise.allSettled(sent)) {
+          assert.equal(outcome.status, "fulfilled", `${status}: ${outcome.status === "rejected" ? String(outcome.reason) : ""}`);
+          const res = (outcome as PromiseFulfilledResult<{ status: number; text: string }>).value;
+          assert.equal(res.status, status, res.text);
+          assert.ok(res.text.startsWith('{"error":'), res.text);
+        }
+      }
+    }
+    assert.equal((await post(`${server.url}/inference`, { n: 1 })).status, 200);
+  });
+
+  test("a closing connection reads what its client still sends for a bounded time, then is closed", async () => {
+    const wire = await Wire.open(server.port, true);
+    wire.write(head("POST", "/inference", { "content-type": "application/json", "content-length": 100 * 1024 * 1024 }));
+    void wire.trickle(Array.from({ length: 100 }, () => Buffer.alloc(16 * 1024, 0x20)), 100);
+    const res = await wire.response();
+    assertWireError(res, 413, "request body is too large: the limit is 10485760 bytes");
+    assert.equal(res.headers.connection, "close");
+    const closed = await Promise.race([wire.closed, sleep(8000).then(() => undefined)]);
+    assert.notEqual(closed, undefined, "the connection was not closed");
+    const lingered = closed! - res.at;
+    assert.ok(lingered >= 1000, `closed ${lingered} ms after the answer: the client still sending could lose it to a reset`);
+    assert.ok(lingered < 6000, `closed ${lingered} ms after the answer`);
+  });
+
+  test("Expect: 100-continue: 100 once the body is to be read; a body too large, or a request answered without its body, gets its answer at once", async () => {
+    const small = await Wire.open(server.port);
+    small.write(head("POST", "/inference", { "content-type": "application/json", "content-length": 8, expect: "100-continue" }));
+    assert.equal((await small.response()).status, 100);
+    small.write('{"n": 2}');
+    const served = await small.response();
+    assert.equal(served.status, 200, served.text);
+    assert.deepEqual(served.json.echo, { n: 2 });
+    small.close();
+    const cases = [
+      [413, head("POST", "/inference", { "content-type": "application/json", "content-length": 12 * 1024 * 1024, expect: "100-continue" })],
+      [404, head("POST", "/nothing", { "content-length": 100, expect: "100-continue" })],
+    ] as const;
+    for (const [status, request] of cases) {
+      const wire = await Wire.open(server.port);
+      wire.write(request);
+      const res = await wire.response();
+      assert.equal(res.status, status, `${res.status} ${res.text}`);
+      assert.equal(res.headers.connection, "close");
+      await wire.closed;
+    }
   });
 });

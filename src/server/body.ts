@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { ShoalError } from "../errors.js";
 import type { Hold } from "./budget.js";
+import type { Linger } from "./connection.js";
 
 /** A request body as read: the bytes, and the buffer that moves to a worker without a copy. */
 export interface Body {
@@ -37,6 +38,17 @@ const DISCARD_BYTES = 1024 * 1024;
 const DISCARD_MS = 2000;
 
 /**
+ * How much of a refused body of at most `limit` bytes is read and dropped, and for how long,
+ * before the connection is closed; also how long a closing connection reads what still comes.
+ */
+export function discardBounds(limit: number): Linger {
+  return { ms: DISCARD_MS, bytes: Math.max(limit, DISCARD_BYTES) };
+}
+
+// node:http's own test for a request that waits for 100 Continue before sending its body.
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
+
+/**
  * Reads a request body of at most `limit` bytes, held against the budget when a hold is given.
  * A refused body is never kept: from the moment it is known to be refused (from
  * `content-length` or while streaming), the rest is read and dropped as it arrives.
@@ -47,12 +59,15 @@ const DISCARD_MS = 2000;
  * and a client told early can stop sending and retry later. Either way, a client that goes on
  * sending past the bounds above is cut off (with the 413 if it is still owed), and one that
  * declares a body too large to wait for is refused at once with `close` set.
+ *
+ * A client that sent `Expect: 100-continue` has not sent its body yet: the front sends it
+ * 100 Continue only once the body is read, so a body it declares too large is refused at once.
  */
 export function receiveBody(req: IncomingMessage, reading: BodyReading): void {
   const { limit, hold } = reading;
   const declared = req.headers["content-length"] === undefined ? -1 : Number(req.headers["content-length"]);
-  const spare = Math.max(limit, DISCARD_BYTES);
-  if (declared > limit + spare) {
+  const { bytes: spare, ms } = discardBounds(limit);
+  if (declared > limit + spare || (declared > limit && CONTINUE.test(req.headers.expect ?? ""))) {
     reading.refused(tooLarge(limit), true);
     return;
   }
@@ -77,7 +92,7 @@ export function receiveBody(req: IncomingMessage, reading: BodyReading): void {
     hold?.release();
     chunks.length = 0;
     state = "dropping";
-    timer = setTimeout(cutOff, DISCARD_MS);
+    timer = setTimeout(cutOff, ms);
     if (now) reading.refused(error, false);
     else owed = error;
   };

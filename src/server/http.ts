@@ -7,9 +7,9 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/registry.js";
 import { Task, type Reply, type Route } from "../scheduling/task.js";
 import { AccessPolicy, corsScope, isPreflight, type CorsScope } from "./access.js";
-import { BODY_FAILED, receiveBody, type Body } from "./body.js";
+import { BODY_FAILED, discardBounds, receiveBody, type Body } from "./body.js";
 import { ByteBudget, type Hold } from "./budget.js";
-import { Connection } from "./connection.js";
+import { Connection, type Linger } from "./connection.js";
 import type { ApiDocs, Page } from "./docs.js";
 
 /** A handler the front gives every request under its prefix (the V2 protocol under `/v2`). */
@@ -27,6 +27,9 @@ export interface Health {
   /** Why the server is not ready, or undefined when it is. */
   notReady(): string | undefined;
 }
+
+/** An error of node:http's parser, with the piece of input it was parsing. */
+type ClientError = NodeJS.ErrnoException & { rawPacket?: Buffer };
 
 const JSON_TYPE = "application/json";
 const GET_ONLY = "GET, HEAD";
@@ -70,11 +73,21 @@ export class HttpFront {
     this.#metrics = metrics;
     this.#docs = docs;
     this.#budget = new ByteBudget(config.maxInflightBytes);
-    this.#server = createServer(httpLimits(config), (req, res) => this.#handle(req, res));
+    // node:http's own answer to a request without Host is a bare 400: the front gives its own.
+    this.#server = createServer({ ...httpLimits(config), requireHostHeader: false }, (req, res) => this.#handle(req, res));
     // net.Server closes connections past its maxConnections as soon as they are accepted.
     if (config.maxConnections > 0) this.#server.maxConnections = config.maxConnections;
-    this.#server.on("connection", (socket: Socket) => Connection.track(socket));
-    this.#server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => this.#clientError(err, socket));
+    const linger: Linger = discardBounds(config.maxRequestSize);
+    this.#server.on("connection", (socket: Socket) => Connection.track(socket, linger));
+    this.#server.on("clientError", (err: ClientError, socket: Socket) => this.#clientError(err, socket));
+    // A client that sent `Expect: 100-continue` waits for it before sending its body: it gets it
+    // once its body is read, and a request answered without reading it is answered at once.
+    this.#server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+      req.once("resume", () => {
+        if (!res.headersSent) res.writeContinue();
+      });
+      this.#handle(req, res);
+    });
   }
 
   /** Requests accepted and not yet answered. */
@@ -187,16 +200,19 @@ export class HttpFront {
    * `--headers-timeout`, or the whole of it past `--request-timeout`), then closes the connection.
    * The answer goes out only where it cannot be taken for the answer to another request.
    */
-  #clientError(err: NodeJS.ErrnoException, socket: Socket): void {
-    if (err.code === "ECONNRESET") {
+  #clientError(err: ClientError, socket: Socket): void {
+    const connection = Connection.of(socket);
+    if (err.code === "ECONNRESET" || connection === undefined) {
       socket.destroy();
       return;
     }
-    const latest = Connection.of(socket)?.latest;
+    // node:http parses what a closing connection still receives, and fails again on each piece.
+    if (connection.closing) return;
+    const latest = connection.latest;
     if (latest === undefined || latest.req.complete) {
       // A new request's head. While an answer is still owed on the connection, one written now
       // would be taken for it: the connection is closed without one.
-      if (latest === undefined || latest.res.writableFinished) answerRaw(socket, this.#clientErrorOf(err, "headers"));
+      if (latest === undefined || latest.res.writableFinished) answerRaw(connection, socket, this.#clientErrorOf(err, "headers"), isHead(err.rawPacket));
       else socket.destroy();
       return;
     }
@@ -206,8 +222,9 @@ export class HttpFront {
     const error = this.#clientErrorOf(err, "body");
     req.emit(BODY_FAILED, error);
     if (!res.headersSent) sendError(res, requestId, error, { connection: "close" });
-    else if (res.writableFinished || !res.writableEnded) socket.destroy();
-    else res.once("finish", () => socket.destroy());
+    else if (!res.writableEnded) socket.destroy();
+    else if (res.writableFinished) connection.close();
+    else res.once("finish", () => connection.close());
   }
 
   // The answer to a node:http client error, in the part of the request where it happened.
@@ -219,6 +236,10 @@ export class HttpFront {
   }
 
   #dispatch(req: IncomingMessage, res: ServerResponse, requestId: string): void {
+    if (req.httpVersion === "1.1" && req.headers.host === undefined) {
+      sendError(res, requestId, new ShoalError("BAD_REQUEST", "an HTTP/1.1 request must have a Host header"), { connection: "close" });
+      return;
+    }
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
@@ -415,18 +436,32 @@ export function sendError(res: ServerResponse, requestId: string, error: ShoalEr
 }
 
 // Answers on the socket itself, for a request node:http never handed over (with an id to quote),
-// then closes the connection: a client that kept it open would otherwise hold it for good.
-function answerRaw(socket: Socket, error: ShoalError): void {
+// then closes the connection: a client that kept it open would otherwise hold it for good. The
+// answer to a HEAD has the headers of any other's and no body.
+function answerRaw(connection: Connection, socket: Socket, error: ShoalError, head: boolean): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
   const body = JSON.stringify({ error: error.publicMessage });
-  socket.end(
+  socket.write(
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n` +
-      `content-type: ${JSON_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
-    () => socket.destroy(),
+      `content-type: ${JSON_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${head ? "" : body}`,
   );
+  connection.close();
+}
+
+// Whether the request node:http gave up on is a HEAD, as far as the piece of input it was parsing
+// shows. The request begins there unless its head came in pieces: it does not follow another
+// request in the same piece, since it is answered only once that one's answer has gone out,
+// which takes longer than parsing a piece. A head that began in an earlier piece is taken for
+// another method's.
+function isHead(rawPacket: Buffer | undefined): boolean {
+  if (rawPacket === undefined) return false;
+  let at = 0;
+  // Empty lines before a request line are allowed (RFC 9112, 2.2).
+  while (rawPacket[at] === 0x0d || rawPacket[at] === 0x0a) at++;
+  return rawPacket.toString("latin1", at, at + 5) === "HEAD ";
 }
 
 // node:http rejects a headers timeout longer than the request timeout; a head cannot take longer
