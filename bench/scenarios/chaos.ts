@@ -21,6 +21,7 @@ import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer, type RunningServer } from "../lib/server.js";
 import { KeepAliveConnection, requestBytes, type RawResponse } from "../../test/fuzz/raw-http.js";
 import { Random } from "../../test/fuzz/random.js";
+import { within } from "../../test/fuzz/within.js";
 
 export const defaults = { duration: 10, rounds: 1, warmup: 0 };
 
@@ -112,21 +113,6 @@ function metricSum(text: string, name: string): number {
   let sum = 0;
   for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "gm"))) sum += Number(m[1]);
   return sum;
-}
-
-async function within(ms: number, check: () => Promise<string | undefined>): Promise<string | undefined> {
-  const end = Date.now() + ms;
-  let last: string | undefined;
-  do {
-    try {
-      last = await check();
-    } catch (err) {
-      last = (err as Error).message;
-    }
-    if (last === undefined) return undefined;
-    await new Promise((r) => setTimeout(r, 250));
-  } while (Date.now() < end);
-  return last;
 }
 
 // The server's worker processes: its descendants that run the worker entry (not, say, the

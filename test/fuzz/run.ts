@@ -21,6 +21,7 @@ import { ModelRepo } from "../model-helpers.js";
 import { fuzzAgent, send, sendAll, type Outcome } from "./client.js";
 import { generate, STAGE_ROUTES, type FuzzTarget } from "./requests.js";
 import { describeRequest, Findings, judge, Tally } from "./verdict.js";
+import { within } from "./within.js";
 
 /** The admin token and allowed origin the fuzz server is started with. */
 export const FUZZ_TARGET: FuzzTarget = { adminToken: "fuzz-admin-token-0123456789", allowedOrigin: "https://ok.example" };
@@ -154,25 +155,15 @@ export async function checkAfter(fuzzServer: FuzzServer): Promise<string[]> {
   const problems: string[] = [];
   if (server.exited || server.proc.pid !== pid) return [`the server process ${pid} is gone (exit code ${await server.exitCode()})\n${server.describe()}`];
   const url = server.url;
-  const within = async (what: string, ms: number, check: () => Promise<string | undefined>) => {
-    const end = Date.now() + ms;
-    let last: string | undefined;
-    do {
-      try {
-        last = await check();
-      } catch (err) {
-        last = (err as Error).message;
-      }
-      if (last === undefined) return;
-      await new Promise((r) => setTimeout(r, 250));
-    } while (Date.now() < end);
-    problems.push(`${what} within ${ms / 1000} s: ${last}`);
+  const settle = async (what: string, ms: number, check: () => Promise<string | undefined>) => {
+    const last = await within(ms, check);
+    if (last !== undefined) problems.push(`${what} within ${ms / 1000} s: ${last}`);
   };
-  await within("not ready", 30_000, async () => {
+  await settle("not ready", 30_000, async () => {
     const r = await fetchText(`${url}/readyz`);
     return r.status === 200 ? undefined : `/readyz ${r.status} ${r.text}`;
   });
-  await within("requests still in flight", 10_000, async () => {
+  await settle("requests still in flight", 10_000, async () => {
     const text = (await fetchText(`${url}/metrics`)).text;
     const value = /^shoal_requests_in_flight (\S+)$/m.exec(text)?.[1];
     return value === "0" ? undefined : `shoal_requests_in_flight is ${value}`;
