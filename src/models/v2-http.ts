@@ -40,16 +40,16 @@ export class V2Handler implements Delegate {
     readonly notReady: () => string | undefined,
   ) {}
 
-  handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void {
+  handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string, arrival: number): void {
     try {
-      this.#route(req, res, path, requestId);
+      this.#route(req, res, path, requestId, arrival);
     } catch (err) {
       if (!(err instanceof ShoalError)) throw err;
       sendError(res, requestId, err, err instanceof NotAllowed ? { allow: err.allow } : undefined);
     }
   }
 
-  #route(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void {
+  #route(req: IncomingMessage, res: ServerResponse, path: string, requestId: string, arrival: number): void {
     const ok = (value: unknown) => sendJson(res, requestId, 200, value);
     if (path === "/v2" || path === "/v2/") {
       get(req, path);
@@ -102,7 +102,7 @@ export class V2Handler implements Delegate {
     const name = decodeSegment(rawName!);
     const version = rawVersion === undefined ? undefined : decodeSegment(rawVersion);
     if (action === "infer") {
-      this.#infer(req, res, requestId, name, version);
+      this.#infer(req, res, requestId, arrival, name, version);
       return;
     }
     get(req, path);
@@ -127,14 +127,14 @@ export class V2Handler implements Delegate {
     return { name: model.spec.name, versions: versions.map((m) => m.spec.version), platform: metadata.platform, inputs: metadata.inputs, outputs: metadata.outputs };
   }
 
-  #infer(req: IncomingMessage, res: ServerResponse, requestId: string, name: string, version: string | undefined): void {
+  #infer(req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, name: string, version: string | undefined): void {
     // The model is looked up first, so that an unknown one is a 404 whatever the method.
     const model = this.catalog.find(name, version);
     // One route (and one metric series) per model version, however its path was spelt.
     const canonical = `/v2/models/${model.spec.name}${model.spec.version === "" ? "" : `/versions/${model.spec.version}`}/infer`;
     let route = this.#routes.get(canonical);
     if (route === undefined) this.#routes.set(canonical, (route = { path: canonical, stages: [] }));
-    this.front.post(route, req, res, requestId, (task) => this.catalog.pool.admit(model, task));
+    this.front.post(route, req, res, requestId, arrival, (task) => this.catalog.pool.admit(model, task));
   }
 
   // Reads a small JSON control body (empty is `{}`) and hands it over.

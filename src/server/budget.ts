@@ -31,24 +31,39 @@ export class ByteBudget {
 
   /** An empty hold for one request's body. */
   hold(): Hold {
-    let bytes = 0;
-    let released = false;
-    return {
-      get bytes() {
-        return bytes;
-      },
-      take: (more) => {
-        if (released || this.#held + more > this.limit) return false;
-        this.#held += more;
-        bytes += more;
-        return true;
-      },
-      release: () => {
-        if (released) return;
-        released = true;
-        this.#held -= bytes;
-        bytes = 0;
-      },
-    };
+    return new BudgetHold(this);
+  }
+
+  // The budget's side of a hold: `more` bytes if they fit, or nothing.
+  reserve(more: number): boolean {
+    if (this.#held + more > this.limit) return false;
+    this.#held += more;
+    return true;
+  }
+
+  // The budget's side of a release.
+  free(bytes: number): void {
+    this.#held -= bytes;
+  }
+}
+
+// A class rather than closures: one small object for each request on the HTTP thread.
+class BudgetHold implements Hold {
+  bytes = 0;
+  #released = false;
+
+  constructor(readonly budget: ByteBudget) {}
+
+  take(more: number): boolean {
+    if (this.#released || !this.budget.reserve(more)) return false;
+    this.bytes += more;
+    return true;
+  }
+
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.budget.free(this.bytes);
+    this.bytes = 0;
   }
 }

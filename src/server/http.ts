@@ -16,7 +16,8 @@ import type { ApiDocs, Page } from "./docs.js";
 export interface Delegate {
   /** Paths equal to it or under it (`/v2`, `/v2/...`) are its own. */
   readonly prefix: string;
-  handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
+  /** `arrival`: the request's first byte, on the performance.now() clock. */
+  handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string, arrival: number): void;
 }
 
 /** Queues an accepted task, or says why it cannot be queued. */
@@ -54,7 +55,6 @@ export class HttpFront {
   readonly #log: Logger;
   readonly #budget: ByteBudget;
   // When each request being handled arrived: its first byte (performance.now()).
-  readonly #arrivals = new WeakMap<IncomingMessage, number>();
   #inFlight = 0;
   /** The tasks of requests accepted and not yet answered. */
   readonly #accepted = new Set<Task>();
@@ -165,12 +165,12 @@ export class HttpFront {
     const header = req.headers["x-request-id"];
     const requestId = typeof header === "string" && REQUEST_ID.test(header) ? header : randomUUID();
     const connection = Connection.of(req.socket);
-    this.#arrivals.set(req, connection === undefined ? performance.now() : connection.received({ req, res, requestId }));
+    const arrival = connection === undefined ? performance.now() : connection.received({ req, res, requestId });
     // A socket error after the answer started (a client gone mid-write) must not become an
     // unhandled 'error' event.
-    res.on("error", () => res.destroy());
+    res.on("error", destroyResponse);
     try {
-      this.#dispatch(req, res, requestId);
+      this.#dispatch(req, res, requestId, arrival);
     } catch (err) {
       this.unexpected(err, res, requestId);
     }
@@ -235,7 +235,7 @@ export class HttpFront {
     return new ShoalError("TIMEOUT", `the request ${part} did not arrive within ${ms} ms`);
   }
 
-  #dispatch(req: IncomingMessage, res: ServerResponse, requestId: string): void {
+  #dispatch(req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number): void {
     if (req.httpVersion === "1.1" && req.headers.host === undefined) {
       sendError(res, requestId, new ShoalError("BAD_REQUEST", "an HTTP/1.1 request must have a Host header"), { connection: "close" });
       return;
@@ -252,15 +252,16 @@ export class HttpFront {
         return;
       }
       // Set before any answer is written: writeHead() merges them into every kind of answer.
-      for (const [name, value] of Object.entries(this.access.corsHeaders(origin, scope) ?? {})) res.setHeader(name, value);
+      const cors = this.access.corsHeaders(origin, scope);
+      if (cors !== undefined) for (const name in cors) res.setHeader(name, cors[name]!);
     }
     if (route === undefined) {
       const prefix = this.#delegate?.prefix;
-      if (prefix !== undefined && (path === prefix || path.startsWith(`${prefix}/`))) this.#delegate!.handle(req, res, path, requestId);
+      if (prefix !== undefined && (path === prefix || path.startsWith(`${prefix}/`))) this.#delegate!.handle(req, res, path, requestId, arrival);
       else this.#builtin(path, req, res, requestId);
       return;
     }
-    this.post(route, req, res, requestId, (task) => route.stages[0]!.admit(task));
+    this.post(route, req, res, requestId, arrival, (task) => route.stages[0]!.admit(task));
   }
 
   // A CORS preflight: 204 with the CORS headers for an allowed origin, else 403 without them.
@@ -278,8 +279,7 @@ export class HttpFront {
    * Takes a POST for `route`: refuses it while draining or when its body is empty or too large,
    * and otherwise makes its task, with its deadline, and queues it with `admit`.
    */
-  post(route: Route, req: IncomingMessage, res: ServerResponse, requestId: string, admit: Admit): void {
-    const arrival = this.#arrivals.get(req) ?? performance.now();
+  post(route: Route, req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, admit: Admit): void {
     if (req.method !== "POST") {
       // The path as the client wrote it: a V2 route's own path is its model's canonical one.
       const path = (req.url ?? route.path).split("?", 1)[0];
@@ -414,6 +414,11 @@ class Exchange implements Reply {
     this.hold.release();
     this.front.released(this.task);
   }
+}
+
+// One listener for every response, rather than a closure per request.
+function destroyResponse(this: ServerResponse): void {
+  this.destroy();
 }
 
 /** Answers with `value` as JSON. */
