@@ -242,6 +242,16 @@ export function rawRequest(port: number, path: string, options: { method?: strin
   return { req, response };
 }
 
+/** Whether process `pid` is still running (signal 0 checks without signalling). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

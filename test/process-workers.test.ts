@@ -6,7 +6,7 @@ import type { Channel, ChannelFactory } from "../dist/workers/channel.js";
 import type { FromWorker, WorkerBoot } from "../dist/workers/messages.js";
 import { processChannel } from "../dist/workers/process-channel.js";
 import { threadChannel } from "../dist/workers/thread-channel.js";
-import { assertError, fixture, post, runToExit, sleep, startServer, waitFor, type Reply, type ServerProcess } from "./helpers.js";
+import { assertError, fixture, post, processAlive, runToExit, sleep, startServer, waitFor, type Reply, type ServerProcess } from "./helpers.js";
 
 // Sum of k / 2 for k in 0..n-1.
 const sumTo = (n: number) => (n * (n - 1)) / 4;
@@ -19,15 +19,6 @@ async function until(url: string, done: (reply: Reply) => boolean, rounds = 20):
     if (replies.map(done).includes(true)) return;
   }
   throw new Error(`no answer from ${url} was enough after ${rounds} rounds`);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 // One suite for both channels: the pool and the stage must not tell them apart.
@@ -162,9 +153,9 @@ describe("process workers next to thread workers", () => {
   test("stopping the server stops its process workers", async () => {
     const server = await startServer(fixture("process-pipeline.ts"));
     const { pid } = (await post(`${server.url}/reverse`, { n: 1 })).json as { pid: number };
-    assert.ok(alive(pid));
+    assert.ok(processAlive(pid));
     assert.equal(await server.stop(), 0);
-    await waitFor("the worker process to end", () => (alive(pid) ? undefined : true), 5000);
+    await waitFor("the worker process to end", () => (processAlive(pid) ? undefined : true), 5000);
   });
 });
 
@@ -206,10 +197,10 @@ describe("a process worker killed with SIGKILL under load", () => {
 
   test("the stage serves again, with a new process in place of the dead one", async () => {
     assert.ok(victim > 0, "runs after the kill");
-    assert.ok(!alive(victim));
+    assert.ok(!processAlive(victim));
     const pids = await pidsByWorker();
     assert.notEqual(pids.get(1), victim);
-    assert.ok([...pids.values()].every(alive));
+    assert.ok([...pids.values()].every(processAlive));
     for (const reply of await Promise.all(Array.from({ length: 8 }, () => post(`${server.url}/slow`, {})))) assert.equal(reply.status, 200, reply.text);
   });
 
@@ -218,7 +209,7 @@ describe("a process worker killed with SIGKILL under load", () => {
     const reply = await post(`${server.url}/spin`, { ms: 10_000 });
     assertError(reply, 408, "forward timeout: forward() did not finish within 300 ms");
     assert.ok(reply.elapsedMs < 2000, `answered after ${reply.elapsedMs.toFixed(0)} ms`);
-    await waitFor("the spinning process to end", () => (alive(before) ? undefined : true), 5000);
+    await waitFor("the spinning process to end", () => (processAlive(before) ? undefined : true), 5000);
     const after = await post(`${server.url}/spin`, { ms: 0 });
     assert.equal(after.status, 200, after.text);
     assert.notEqual(after.json.pid, before);

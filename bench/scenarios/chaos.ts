@@ -22,6 +22,7 @@ import { freePort, startServer, type RunningServer } from "../lib/server.js";
 import { KeepAliveConnection, requestBytes, type RawResponse } from "../../test/fuzz/raw-http.js";
 import { Random } from "../../test/fuzz/random.js";
 import { within } from "../../test/fuzz/within.js";
+import { processAlive } from "../../test/helpers.js";
 
 export const defaults = { duration: 10, rounds: 1, warmup: 0 };
 
@@ -131,15 +132,6 @@ function workerPids(serverPid: number): number[] {
 function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([promise.then(() => {}), new Promise<void>((r) => (timer = setTimeout(r, ms)))]).finally(() => clearTimeout(timer));
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 // A repository with one model, `double`, whose runtime re-exports bench/servers/chaos-model.ts.
@@ -276,7 +268,7 @@ async function runIsolation(ctx: ScenarioContext, s: Settings, isolation: Isolat
     if (unsolicited > 0) fail(`${unsolicited} answers (or bytes) arrived that no request was waiting for: a request answered twice`);
 
     // Afterwards: the same process, ready, nothing in flight or queued, the right workers.
-    if (!alive(pid)) fail("the server process is gone");
+    if (!processAlive(pid)) fail("the server process is gone");
     const checks: [string, number, () => Promise<string | undefined>][] = [
       ["ready", 30_000, async () => ((await fetch(`${url}/readyz`)).status === 200 ? undefined : "/readyz is not 200")],
       ["nothing in flight or queued", 10_000, async () => {
@@ -299,7 +291,7 @@ async function runIsolation(ctx: ScenarioContext, s: Settings, isolation: Isolat
     await server.stop();
     server = undefined;
     const leftOver = await within(5000, async () => {
-      const living = [...seenPids].filter(alive);
+      const living = [...seenPids].filter(processAlive);
       return living.length === 0 ? undefined : `worker processes ${living.join(", ")} outlived the server`;
     });
     if (leftOver !== undefined) fail(leftOver);
