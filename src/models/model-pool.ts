@@ -187,19 +187,14 @@ export class ModelPool implements PoolOwner {
     this.#log = options.logger.child({ pool: "models" });
     this.pool = new Pool(
       {
-        stageName: "models",
-        className: "",
-        stageIndex: -1,
-        moduleUrl: "",
+        name: "models",
         num: options.workers,
-        maxBatchSize: 1,
+        boot: (workerId) => ({ host: true, workerId, num: options.workers, limits: options.limits }),
         timeoutMs: options.timeoutMs,
         env: undefined,
-        limits: options.limits,
         channel: options.channel,
         logger: options.logger,
         metrics: options.metrics.stage("models"),
-        host: true,
       },
       this,
     );

@@ -55,15 +55,11 @@ export class Stage implements PoolOwner {
     this.#queue = new BatchQueue(this.policy, context.capacity, `stage ${name}`, () => this.#pump(), (ms) => this.#metrics.queueWait(ms));
     this.pool = new Pool(
       {
-        stageName: name,
-        className,
-        stageIndex: index,
-        moduleUrl: context.moduleUrl,
+        name,
         num: options.num,
-        maxBatchSize: options.maxBatchSize,
+        boot: (workerId) => ({ moduleUrl: context.moduleUrl, stageIndex: index, stageName: name, className, workerId, maxBatchSize: options.maxBatchSize, num: options.num, limits: context.limits }),
         timeoutMs: options.timeoutMs ?? context.timeoutMs,
         env: options.env,
-        limits: context.limits,
         channel: context.channel,
         logger: context.logger,
         metrics: this.#metrics,

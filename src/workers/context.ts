@@ -1,5 +1,5 @@
 import type { WorkerClass } from "../worker.js";
-import type { WorkerBoot } from "./messages.js";
+import type { StageBoot } from "./messages.js";
 
 /**
  * How a worker finds the user's Worker class: it imports the server's main module again, as
@@ -10,7 +10,7 @@ import type { WorkerBoot } from "./messages.js";
  * in one thread (say, the user's `shoal` and a linked one) still agree.
  */
 interface WorkerContext {
-  boot: WorkerBoot;
+  boot: StageBoot;
   /** The Worker classes registered by the module, in `appendWorker()` order. */
   stages: WorkerClass[];
 }
@@ -24,7 +24,7 @@ export function workerContext(): WorkerContext | undefined {
 }
 
 /** Marks this thread as a worker before the user's module is imported. */
-export function enterWorkerContext(boot: WorkerBoot): WorkerContext {
+export function enterWorkerContext(boot: StageBoot): WorkerContext {
   const context: WorkerContext = { boot, stages: [] };
   (globalThis as Holder)[KEY] = context;
   return context;

@@ -17,8 +17,19 @@ export interface RequestLimits {
   maxBytesElements: number;
 }
 
-/** What a worker needs to know to start, given when it is spawned. */
-export interface WorkerBoot {
+/** What every worker is told when it is spawned. */
+interface BootCommon {
+  /** 1..num within its stage or pool; a replacement keeps the id of the worker it replaces. */
+  workerId: number;
+  /** How many workers the stage or pool runs. */
+  num: number;
+  /** Bounds on what one request may make the worker allocate, from the server's flags. */
+  limits: RequestLimits;
+}
+
+/** A worker of a stage: it imports the server's module and runs the stage's Worker. */
+export interface StageBoot extends BootCommon {
+  host?: undefined;
   /** URL of the module that registers the stages (the server's main module). */
   moduleUrl: string;
   /** Index of the stage among the server's `appendWorker()` calls. */
@@ -26,27 +37,22 @@ export interface WorkerBoot {
   stageName: string;
   /** Name of the Worker class expected at that index, to catch modules that register differently. */
   className: string;
-  /** 1..num within the stage. */
-  workerId: number;
   maxBatchSize: number;
-  /** How many workers the stage runs. */
-  num: number;
-  /** Bounds on what one request may make the worker allocate, from the server's flags. */
-  limits: RequestLimits;
-  /**
-   * When true the worker hosts models of the shared pool (load, unload, batches naming their
-   * model) instead of a stage's Worker; the stage fields are then unused.
-   */
-  host?: boolean;
 }
+
+/** A worker of the shared pool: it loads, unloads and runs models as it is told. */
+export interface HostBoot extends BootCommon {
+  host: true;
+}
+
+/** What a worker needs to know to start, given when it is spawned. */
+export type WorkerBoot = StageBoot | HostBoot;
 
 /**
  * Coordinator to a process worker, first thing on its socket: what a thread gets as its
  * `workerData`.
  */
-export interface BootMessage extends WorkerBoot {
-  kind: "boot";
-}
+export type BootMessage = WorkerBoot & { kind: "boot" };
 
 /** One item of a batch, coordinator to worker. */
 export interface BatchItem {

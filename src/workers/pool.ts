@@ -3,7 +3,7 @@ import type { Logger } from "../logger.js";
 import type { StageMetrics, WorkerMetricsReport } from "../metrics/registry.js";
 import type { Task } from "../scheduling/task.js";
 import type { Channel, ChannelFactory } from "./channel.js";
-import type { BatchMessage, RequestLimits, FromWorker, LoadFailedMessage, LoadedMessage, ReadyMessage, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
+import type { BatchMessage, FromWorker, LoadFailedMessage, LoadedMessage, ReadyMessage, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
 import { restartDelayMs, startVerdict } from "./restart-policy.js";
 
 /** What a pool tells the stage, or the model pool, that owns it. */
@@ -25,20 +25,15 @@ export interface PoolOwner {
 }
 
 export interface PoolOptions {
-  stageName: string;
-  className: string;
-  stageIndex: number;
-  moduleUrl: string;
+  /** Names the pool in logs and errors: a stage's name, or `models`. */
+  name: string;
   num: number;
-  maxBatchSize: number;
+  /** What worker `workerId` is told when it is spawned. */
+  boot(workerId: number): WorkerBoot;
   /** Cap on one `forward()` call, in ms. */
   timeoutMs: number;
   env: Record<string, string>[] | undefined;
-  /** What one request may make a worker allocate. */
-  limits: RequestLimits;
   channel: ChannelFactory;
-  /** The workers host models of the shared pool instead of a stage's Worker. */
-  host?: boolean;
   logger: Logger;
   metrics: StageMetrics;
 }
@@ -107,7 +102,7 @@ export class Pool {
   constructor(options: PoolOptions, owner: PoolOwner) {
     this.#options = options;
     this.#owner = owner;
-    this.#log = options.logger.child({ stage: options.stageName });
+    this.#log = options.logger.child({ stage: options.name });
   }
 
   /** Workers that have started and are alive. */
@@ -198,18 +193,7 @@ export class Pool {
     const o = this.#options;
     const handle = new WorkerHandle(workerId);
     this.#handles.set(workerId, handle);
-    const boot: WorkerBoot = {
-      moduleUrl: o.moduleUrl,
-      stageIndex: o.stageIndex,
-      stageName: o.stageName,
-      className: o.className,
-      workerId,
-      maxBatchSize: o.maxBatchSize,
-      num: o.num,
-      limits: o.limits,
-    };
-    if (o.host) boot.host = true;
-    handle.channel = o.channel(boot, o.env?.[workerId - 1], {
+    handle.channel = o.channel(o.boot(workerId), o.env?.[workerId - 1], {
       message: (message) => this.#onMessage(handle, message),
       exit: (reason) => this.#onExit(handle, reason),
     });
@@ -326,7 +310,7 @@ export class Pool {
     const fields = { worker: workerId, reason: fatal ?? reason, attempt: slot.failures, ...(verdict === undefined ? { restartInMs: delay } : {}) };
     this.#log.error(handle.fatal?.stack === undefined ? fields : { ...fields, err: handle.fatal.stack }, "worker failed to start");
     if (verdict !== undefined) {
-      this.#startup!.reject(new Error(`${this.#options.stageName} worker ${workerId} ${verdict}`));
+      this.#startup!.reject(new Error(`${this.#options.name} worker ${workerId} ${verdict}`));
       this.#startup = undefined;
       return;
     }

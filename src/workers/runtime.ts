@@ -2,7 +2,7 @@ import { errorToWire, type WireError } from "../errors.js";
 import { REPORT_INTERVAL_MS } from "../metrics/worker-metrics.js";
 import { parseItem, toJsonSchema, type Schema } from "../schema.js";
 import type { RequestMeta, Worker, WorkerClass, WorkerLog } from "../worker.js";
-import type { BatchItem, BatchMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, WorkerBoot } from "./messages.js";
+import type { BatchItem, BatchMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, StageBoot } from "./messages.js";
 import { transferablesOf } from "./transfer.js";
 
 /** A result message and the buffers it moves. */
@@ -26,7 +26,7 @@ export class WorkerRuntime {
 
   private constructor(
     readonly worker: Worker,
-    readonly boot: WorkerBoot,
+    readonly boot: StageBoot,
   ) {
     const cls = worker.constructor as WorkerClass;
     this.#input = cls.input;
@@ -38,7 +38,7 @@ export class WorkerRuntime {
    * Constructs the Worker, gives it its identity and log, runs its `init()` and its warm-up
    * examples, and starts reporting its metrics through `send`.
    */
-  static async start(cls: WorkerClass, boot: WorkerBoot, send: (message: FromWorker) => void): Promise<WorkerRuntime> {
+  static async start(cls: WorkerClass, boot: StageBoot, send: (message: FromWorker) => void): Promise<WorkerRuntime> {
     const worker = new cls();
     worker.workerId = boot.workerId;
     worker.stage = boot.stageName;

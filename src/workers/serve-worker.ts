@@ -1,6 +1,6 @@
 import { errorToWire } from "../errors.js";
 import { enterWorkerContext } from "./context.js";
-import type { FromWorker, ToWorker, WorkerBoot } from "./messages.js";
+import type { FromWorker, HostBoot, StageBoot, ToWorker, WorkerBoot } from "./messages.js";
 import { importServerModule } from "./module-loader.js";
 import { WorkerRuntime } from "./runtime.js";
 
@@ -48,7 +48,7 @@ export async function serveWorker(boot: WorkerBoot, link: WorkerLink): Promise<v
 
 // A worker of the shared model pool: ready at once, then loads, unloads and runs what it is told.
 // Its code is imported only here, so that a stage's worker does not load the V2 codecs.
-async function serveModels(boot: WorkerBoot, link: WorkerLink, work: Work): Promise<void> {
+async function serveModels(boot: HostBoot, link: WorkerLink, work: Work): Promise<void> {
   const { ModelHost } = await import("./model-host.js");
   const host = new ModelHost(boot.workerId, boot.limits, (message) => link.post(message, []));
   work.serve(async (message) => {
@@ -106,7 +106,7 @@ class Work {
   }
 }
 
-async function start(boot: WorkerBoot, send: (message: FromWorker) => void): Promise<WorkerRuntime> {
+async function start(boot: StageBoot, send: (message: FromWorker) => void): Promise<WorkerRuntime> {
   const context = enterWorkerContext(boot);
   await importServerModule(boot.moduleUrl);
   const cls = context.stages[boot.stageIndex];
