@@ -9,9 +9,10 @@ import { describe, test } from "node:test";
 import { ShoalError } from "../src/errors.js";
 import { BatchQueue } from "../src/scheduling/batch-queue.js";
 import { Fifo } from "../src/scheduling/fifo.js";
-import { Task, type Reply, type Route } from "../src/scheduling/task.js";
+import { Task, type Reply, type Step } from "../src/scheduling/task.js";
 
-const ROUTE: Route = { path: "/inference", stages: [] };
+/** No step: a task queued here is at its first step, and the queue never hands it on. */
+const STEPS: readonly Step[] = [];
 const TIMEOUT_MS = 1000;
 
 /** A queue on a clock the test moves, and the tasks it answered. */
@@ -26,7 +27,7 @@ function setUp(capacity = 4, maxBatchSize = 8, maxWaitMs = 10) {
       release: () => {},
       extra,
     };
-    const t = new Task(ROUTE, { requestId: "r", headers: {}, deadline: 0, route: ROUTE.path }, clock.now + TIMEOUT_MS, new Uint8Array(1), undefined, reply);
+    const t = new Task(STEPS, { requestId: "r", headers: {}, deadline: 0, route: "/inference" }, clock.now + TIMEOUT_MS, new Uint8Array(1), undefined, reply);
     return t;
   };
   return { clock, answers, queue, task };

@@ -54,8 +54,8 @@ describe("the shared pool", () => {
     assert.ok((await stats("batched")).some((b) => b.batch_size > 1));
     assert.deepEqual((await stats("single")).map((b) => b.batch_size), [1]);
     const metrics = (await send(`${url}/metrics`)).text;
-    assert.match(metrics, /shoal_stage_batch_size_count\{stage="model:batched"\} [1-7]\b/);
-    assert.match(metrics, /shoal_stage_batch_size_count\{stage="model:single"\} 8\b/);
+    assert.match(metrics, /shoal_stage_batch_size_count\{model="batched"\} [1-7]\b/);
+    assert.match(metrics, /shoal_stage_batch_size_count\{model="single"\} 8\b/);
   });
 
   test("a model is loaded on as many workers as its replicas, the least loaded ones", () => {

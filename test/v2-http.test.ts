@@ -257,12 +257,12 @@ describe("V2 REST endpoints", () => {
     // Workers report their metrics every 250 ms.
     let text = "";
     const end = Date.now() + 5000;
-    while (!/^upper_words_total\{stage="model:upper",worker="\d"\} [1-9]/m.test(text) && Date.now() < end) {
+    while (!/^upper_words_total\{model="upper",worker="\d"\} [1-9]/m.test(text) && Date.now() < end) {
       await sleep(100);
       text = (await send(`${url}/metrics`)).text;
     }
-    assert.match(text, /^upper_words_total\{stage="model:upper",worker="\d"\} [1-9]/m);
-    assert.match(text, /^shoal_stage_batch_size_count\{stage="model:mlp\/2"\} [1-9]/m);
+    assert.match(text, /^upper_words_total\{model="upper",worker="\d"\} [1-9]/m);
+    assert.match(text, /^shoal_stage_batch_size_count\{model="mlp\/2"\} [1-9]/m);
   });
 
   test("the log names the broken settings file and field, and the other models loaded", () => {

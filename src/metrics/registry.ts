@@ -4,7 +4,7 @@ import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, type MetricObj
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
 
-/** What a stage records, bound to its label once at start-up so the hot path does no lookups. */
+/** What a stage or a model records, bound to its label once so the hot path does no lookups. */
 export interface StageMetrics {
   /** A batch of this many items was dispatched. */
   batch(size: number): void;
@@ -21,16 +21,30 @@ export interface StageMetrics {
 /** A worker's own metrics, as prom-client's `getMetricsAsJSON()` gives them. */
 export type WorkerMetricsReport = MetricObjectWithValues<MetricValue<string>>[];
 
-/** What a stage shows at scrape time. Read only when scraped, never updated per request. */
-export interface StageGauges {
+/** What a stage or a model shows at scrape time. Read only when scraped, never updated per request. */
+export interface QueueGauges {
   readonly name: string;
   readonly queued: number;
   readonly liveWorkers: number;
 }
 
+/** What the server shows at scrape time. */
+export interface ServerGauges {
+  stages(): readonly QueueGauges[];
+  /** Model versions, named `name` or `name/version`. */
+  models(): readonly QueueGauges[];
+  /** Requests accepted and not yet answered. */
+  inFlight(): number;
+  /** Request body bytes held. */
+  bytesInFlight(): number;
+}
+
+/** Whose series a stage's or a model's metrics are: `{ stage }` or `{ model }`. */
+type Owner = { stage: string } | { model: string };
+
 /** A worker's own metrics as last reported, with the labels that say where they come from. */
 interface WorkerSnapshot {
-  labels: { stage: string; worker: string };
+  labels: Owner & { worker: string };
   metrics: WorkerMetricsReport;
 }
 
@@ -42,14 +56,14 @@ export class Metrics {
   readonly registry = new Registry();
   readonly #requests: Counter<"route" | "code">;
   readonly #latency: Histogram<"route">;
-  readonly #batchSize: Histogram<"stage">;
-  readonly #queueWait: Histogram<"stage">;
-  readonly #forward: Histogram<"stage">;
+  readonly #batchSize: Histogram<"stage" | "model">;
+  readonly #queueWait: Histogram<"stage" | "model">;
+  readonly #forward: Histogram<"stage" | "model">;
   readonly #restarts: Counter<"stage">;
   readonly #workers = new Map<string, WorkerSnapshot>();
   readonly #answers = new Map<string, { latency: Histogram.Internal<"route">; byCode: Map<number, Counter.Internal> }>();
 
-  constructor(namespace: string, stages: () => readonly StageGauges[], inFlight: () => number, bytesInFlight: () => number) {
+  constructor(namespace: string, gauges: ServerGauges) {
     const name = (n: string) => `${namespace}_${n}`;
     const registers = [this.registry];
     this.#requests = new Counter({ name: name("requests_total"), help: "Requests answered, by route and status code", labelNames: ["route", "code"], registers });
@@ -59,7 +73,7 @@ export class Metrics {
       help: "Requests accepted and not yet answered",
       registers,
       collect() {
-        this.set(inFlight());
+        this.set(gauges.inFlight());
       },
     });
     new Gauge({
@@ -67,47 +81,61 @@ export class Metrics {
       help: "Request body bytes held, from the start of reading a body until its request is answered (--max-inflight-bytes is the most)",
       registers,
       collect() {
-        this.set(bytesInFlight());
+        this.set(gauges.bytesInFlight());
       },
     });
     new Gauge({
       name: name("stage_queue_depth"),
-      help: "Items waiting in a stage's queue",
-      labelNames: ["stage"],
+      help: "Items waiting in the queue of a stage, or of a model version of the shared pool",
+      labelNames: ["stage", "model"],
       registers,
       collect() {
-        for (const s of stages()) this.set({ stage: s.name }, s.queued);
+        // Set afresh at each scrape, so a model that is gone leaves no series behind.
+        this.reset();
+        for (const s of gauges.stages()) this.set({ stage: s.name }, s.queued);
+        for (const m of gauges.models()) this.set({ model: m.name }, m.queued);
       },
     });
     new Gauge({
       name: name("stage_live_workers"),
-      help: "Workers of a stage that are started and alive",
-      labelNames: ["stage"],
+      help: "Workers of a stage, or of the shared pool that hold a model version, started and alive",
+      labelNames: ["stage", "model"],
       registers,
       collect() {
-        for (const s of stages()) this.set({ stage: s.name }, s.liveWorkers);
+        this.reset();
+        for (const s of gauges.stages()) this.set({ stage: s.name }, s.liveWorkers);
+        for (const m of gauges.models()) this.set({ model: m.name }, m.liveWorkers);
       },
     });
-    this.#batchSize = new Histogram({ name: name("stage_batch_size"), help: "Items per batch sent to a worker", labelNames: ["stage"], buckets: BATCH_BUCKETS, registers });
-    this.#queueWait = new Histogram({ name: name("stage_queue_wait_seconds"), help: "Time an item waited in a stage's queue", labelNames: ["stage"], buckets: LATENCY_BUCKETS, registers });
-    this.#forward = new Histogram({ name: name("stage_forward_duration_seconds"), help: "Time of one forward call, IPC included", labelNames: ["stage"], buckets: LATENCY_BUCKETS, registers });
+    this.#batchSize = new Histogram({ name: name("stage_batch_size"), help: "Items per batch sent to a worker", labelNames: ["stage", "model"], buckets: BATCH_BUCKETS, registers });
+    this.#queueWait = new Histogram({ name: name("stage_queue_wait_seconds"), help: "Time an item waited in a stage's or a model's queue", labelNames: ["stage", "model"], buckets: LATENCY_BUCKETS, registers });
+    this.#forward = new Histogram({ name: name("stage_forward_duration_seconds"), help: "Time of one forward call, IPC included", labelNames: ["stage", "model"], buckets: LATENCY_BUCKETS, registers });
     this.#restarts = new Counter({ name: name("stage_worker_restarts_total"), help: "Workers replaced after dying or overrunning", labelNames: ["stage"], registers });
   }
 
-  /** The recorder for one stage. */
+  /** The recorder for one stage, or for the shared pool (`models`). */
   stage(stage: string): StageMetrics {
-    const batch = this.#batchSize.labels(stage);
-    const wait = this.#queueWait.labels(stage);
-    const forward = this.#forward.labels(stage);
     const restarts = this.#restarts.labels(stage);
     // Create the series now, so a stage that has not restarted shows 0 rather than nothing.
     restarts.inc(0);
+    return this.#recorder({ stage }, () => restarts.inc());
+  }
+
+  /** The recorder for one model version (`name` or `name/version`); its workers' restarts are the shared pool's. */
+  model(model: string): StageMetrics {
+    return this.#recorder({ model }, () => {});
+  }
+
+  #recorder(owner: Owner, restart: () => void): StageMetrics {
+    const batch = this.#batchSize.labels(owner);
+    const wait = this.#queueWait.labels(owner);
+    const forward = this.#forward.labels(owner);
     return {
       batch: (size) => batch.observe(size),
       queueWait: (ms) => wait.observe(ms / 1000),
       forward: (ms) => forward.observe(ms / 1000),
-      restart: () => restarts.inc(),
-      workerReport: (workerId, metrics) => this.workerReport(stage, workerId, metrics),
+      restart,
+      workerReport: (workerId, metrics) => this.#workerReport(owner, workerId, metrics),
     };
   }
 
@@ -129,14 +157,14 @@ export class Metrics {
     children.latency.observe(ms / 1000);
   }
 
-  /** Keeps a worker's latest report of its own metrics; `undefined` forgets the worker. */
-  workerReport(stage: string, workerId: number, metrics: WorkerMetricsReport | undefined): void {
-    const key = `${stage}/${workerId}`;
+  // Keeps a worker's latest report of its own metrics; `undefined` forgets the worker.
+  #workerReport(owner: Owner, workerId: number, metrics: WorkerMetricsReport | undefined): void {
+    const key = `${"stage" in owner ? `stage:${owner.stage}` : `model:${owner.model}`}/${workerId}`;
     if (metrics === undefined) this.#workers.delete(key);
-    else this.#workers.set(key, { labels: { stage, worker: String(workerId) }, metrics });
+    else this.#workers.set(key, { labels: { ...owner, worker: String(workerId) }, metrics });
   }
 
-  /** The exposition text: the server's metrics, then every worker's with `stage` and `worker` labels. */
+  /** The exposition text: the server's metrics, then every worker's with `stage` (or `model`) and `worker` labels. */
   async text(): Promise<string> {
     if (this.#workers.size === 0) return this.registry.metrics();
     const labelled = [...this.#workers.values()].map(({ labels, metrics }) =>

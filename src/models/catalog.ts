@@ -1,7 +1,8 @@
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { ControlQueue, withDeadline, type ControlKind } from "./control-queue.js";
-import type { ModelPool, ModelVersion } from "./model-pool.js";
+import type { ModelPool } from "./model-pool.js";
+import type { ModelVersion } from "./model-version.js";
 import { defaultVersion, scanRepository, specsOf, type ModelSpec } from "./repository.js";
 import { SettingsError, type ModelSettings } from "./settings.js";
 

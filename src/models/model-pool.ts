@@ -1,15 +1,14 @@
 import { ShoalError, errorFromWire } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { Metrics, StageMetrics, WorkerMetricsReport } from "../metrics/registry.js";
-import { BatchQueue } from "../scheduling/batch-queue.js";
+import type { Metrics } from "../metrics/registry.js";
+import { Dispatcher, type Chooser, type Flight, type IdleWorkers } from "../scheduling/dispatcher.js";
 import type { Task } from "../scheduling/task.js";
 import type { ChannelFactory } from "../workers/channel.js";
-import type { BatchItem, LoadFailedMessage, LoadedMessage, RequestLimits, ResultMessage } from "../workers/messages.js";
-import { Pool, type PoolOwner } from "../workers/pool.js";
-import { attached } from "../workers/transfer.js";
+import type { RequestLimits } from "../workers/messages.js";
+import type { Pool, WorkerNews } from "../workers/pool.js";
+import { Instance, ModelVersion, type Hosting } from "./model-version.js";
+import { makeRoom, pickWorker, placeReplicas, type WorkerLoad } from "./placement.js";
 import type { ModelSpec } from "./repository.js";
-import type { TensorMetadata } from "./settings.js";
-import { ModelStats } from "./stats.js";
 
 /** What the shared pool needs from the server around it. */
 export interface ModelPoolOptions {
@@ -29,150 +28,22 @@ export interface ModelPoolOptions {
 }
 
 /**
- * Where a model version stands. `evicted`: unloaded to make room, loaded again on its next
- * request. `unloaded`: unloaded on request; only a load brings it back.
- */
-export type ModelState = "loading" | "ready" | "failed" | "evicted" | "unloading" | "unloaded";
-
-/** The V2 metadata workers report when they load a model. */
-export interface ModelMetadata {
-  platform: string;
-  inputs: TensorMetadata[];
-  outputs: TensorMetadata[];
-}
-
-/**
- * One loaded (or loading) copy of a model version on some workers. A reload makes a new
- * instance; the old one serves until the new one is ready, then leaves once its batches are done.
- */
-class Instance {
-  /** Workers that loaded it. */
-  readonly workers = new Set<number>();
-  /** Workers still loading it. */
-  readonly pending = new Set<number>();
-  /** Batches in workers. */
-  inFlight = 0;
-  /** Why the last load on a worker failed. */
-  failure: ShoalError | undefined;
-  /** Some replica found no room in the memory budget. */
-  noRoom = false;
-  metadata: ModelMetadata | undefined;
-  /**
-   * Settles once its load is over: with undefined when it serves, or with why it does not (it
-   * failed, or it was dropped before it loaded). Never rejects.
-   */
-  readonly settled: Promise<ShoalError | undefined>;
-  #settle!: (outcome: ShoalError | undefined) => void;
-  #loading = true;
-
-  constructor(
-    readonly key: string,
-    readonly model: ModelVersion,
-  ) {
-    this.settled = new Promise((resolve) => (this.#settle = resolve));
-  }
-
-  /** Whether its load is still under way: a load of its model may join it. */
-  get loading(): boolean {
-    return this.#loading;
-  }
-
-  /** Ends its load with `outcome`; later calls change nothing. */
-  done(outcome: ShoalError | undefined): void {
-    this.#loading = false;
-    this.#settle(outcome);
-  }
-}
-
-/** A model version: its settings, its queue, its state and its current instance. */
-export class ModelVersion {
-  state: ModelState = "loading";
-  /** Why it is not ready, for the repository index. */
-  reason = "";
-  current: Instance | undefined;
-  /** The instance loading to replace `current` (a reload). */
-  next: Instance | undefined;
-  /** What its workers reported when it last loaded; kept while it is evicted. */
-  metadata: ModelMetadata | undefined;
-  /** When a request last used it (performance.now() clock), for eviction. */
-  lastUsed = 0;
-  readonly queue: BatchQueue;
-  readonly stats: ModelStats;
-  readonly metrics: StageMetrics;
-  #drained: (() => void)[] = [];
-
-  constructor(
-    public spec: ModelSpec,
-    pool: ModelPool,
-    capacity: number,
-    metrics: Metrics,
-  ) {
-    this.stats = new ModelStats();
-    this.metrics = metrics.stage(`model:${this.label}`);
-    // The policy reads the current settings, which a reload may change.
-    const settings = () => this.spec;
-    const policy = {
-      get maxBatchSize() {
-        return settings().maxBatchSize;
-      },
-      get maxWaitMs() {
-        return settings().maxWaitMs;
-      },
-    };
-    this.queue = new BatchQueue(policy, capacity, `model ${this.label}`, () => pool.pump(), (ms) => {
-      this.metrics.queueWait(ms);
-      this.stats.queued(ms);
-    });
-  }
-
-  /** `name` or `name/version`, for logs and messages. */
-  get label(): string {
-    return this.spec.version === "" ? this.spec.name : `${this.spec.name}/${this.spec.version}`;
-  }
-
-  /** Whether it is ready to serve: loaded on at least one live worker. */
-  get ready(): boolean {
-    return this.state === "ready";
-  }
-
-  /** Resolves when it has nothing queued and nothing in workers. */
-  drained(): Promise<void> {
-    if (this.#idle()) return Promise.resolve();
-    return new Promise((resolve) => this.#drained.push(resolve));
-  }
-
-  /** Called when a batch ends or a queued request settles. */
-  checkDrained(): void {
-    if (this.#drained.length > 0 && this.#idle()) for (const resolve of this.#drained.splice(0)) resolve();
-  }
-
-  #idle(): boolean {
-    return this.queue.queued === 0 && (this.current?.inFlight ?? 0) === 0;
-  }
-}
-
-/** A batch in a worker. */
-interface Flight {
-  model: ModelVersion;
-  instance: Instance;
-}
-
-/**
  * The shared pool: N workers that host every model. A model version is loaded on `replicas`
  * workers, those holding the fewest bytes of models; each version has its own queue and batch
  * policy, and a free worker takes the next batch of a model it has loaded. Workers that die are
  * replaced and get their models again. With a memory budget, loading a model that does not fit
  * first evicts the least recently used idle ones.
  */
-export class ModelPool implements PoolOwner {
-  readonly pool: Pool;
+export class ModelPool implements Hosting, Chooser {
+  readonly #dispatcher: Dispatcher;
   readonly #options: ModelPoolOptions;
   readonly #log: Logger;
   readonly #versions = new Map<string, ModelVersion>();
   readonly #instances = new Map<string, Instance>();
   /** The instances each worker holds or is loading. */
   readonly #hosted = new Map<number, Set<Instance>>();
-  readonly #flights = new Map<Task[], Flight>();
+  /** Where the round of model versions offered to free workers starts next: each gets its turn. */
+  #turn = 0;
   #generation = 0;
   /** Settles once start-up has begun loading the models (rejects if the workers did not start). */
   readonly #startup: Promise<void>;
@@ -185,7 +56,7 @@ export class ModelPool implements PoolOwner {
     // A pool that never starts has no control request to fail, or one that gets this error.
     this.#startup.catch(() => {});
     this.#log = options.logger.child({ pool: "models" });
-    this.pool = new Pool(
+    this.#dispatcher = new Dispatcher(
       {
         name: "models",
         num: options.workers,
@@ -197,7 +68,19 @@ export class ModelPool implements PoolOwner {
         metrics: options.metrics.stage("models"),
       },
       this,
+      {
+        onWorkerUp: () => {
+          if (this.#started) this.#reconcile();
+        },
+        onWorkerGone: (workerId) => this.#workerGone(workerId),
+        onNews: (workerId, news) => this.#news(workerId, news),
+      },
     );
+  }
+
+  /** The pool's workers. */
+  get pool(): Pool<Flight> {
+    return this.#dispatcher.pool;
   }
 
   /** Every model version, loaded or not. */
@@ -298,43 +181,49 @@ export class ModelPool implements PoolOwner {
 
   /** Hands queued requests to free workers that have their model, until none can take more. */
   pump(): void {
-    let progress = true;
-    while (progress) {
-      progress = false;
-      const idle = new Set(this.pool.idleWorkers());
-      if (idle.size === 0) return;
-      // One batch per model a pass, so that a busy model does not starve the others.
-      for (const model of this.#versions.values()) {
-        const instance = model.current;
-        if (instance === undefined || model.queue.queued === 0 || !(model.state === "ready" || model.state === "unloading")) continue;
-        const worker = this.#leastNeeded(instance, idle);
-        if (worker === undefined) continue;
-        const tasks = model.queue.next();
-        if (tasks === undefined) continue;
-        progress = true;
-        if (tasks.length === 0) continue;
-        idle.delete(worker);
-        this.#dispatch(model, instance, worker, tasks);
-      }
-    }
+    this.#dispatcher.pump();
     // Queued requests of a model being unloaded may have settled while waiting (deadline, client gone).
     for (const model of this.#versions.values()) if (model.state === "unloading") model.checkDrained();
   }
 
-  onWorkerFree(): void {
-    this.pump();
+  /**
+   * The next batch for a free worker: the model versions take turns, so that a busy one does not
+   * starve the others; each offers its batch to the free worker that holds it and is least
+   * needed by other models.
+   */
+  next(idle: IdleWorkers): Flight | undefined {
+    const versions = [...this.#versions.values()];
+    const free = new Set(idle.idleWorkers());
+    for (let k = 0; k < versions.length; k++) {
+      const at = (this.#turn + k) % versions.length;
+      const model = versions[at]!;
+      if (!model.serving || model.queue.queued === 0) continue;
+      const instance = model.current!;
+      const workerId = pickWorker(instance.workers, free, (w) => this.#othersWaiting(w, instance));
+      if (workerId === undefined) continue;
+      const tasks = model.queue.next();
+      if (tasks === undefined) continue;
+      this.#turn = at + 1;
+      if (tasks.length > 0) {
+        instance.inFlight++;
+        model.lastUsed = performance.now();
+      }
+      return { tasks, to: instance, model: instance.key, workerId };
+    }
+    return undefined;
   }
 
-  onWorkerUp(): void {
-    if (this.#started) this.#reconcile();
+  /** An old instance leaves once its last batch is back; models waiting for room try again. */
+  retire(instance: Instance): void {
+    this.#retire(instance.model, instance);
   }
 
-  onWorkerGone(workerId: number): void {
+  #workerGone(workerId: number): void {
     const lost = this.#hosted.get(workerId) ?? new Set();
     this.#hosted.delete(workerId);
     for (const instance of lost) {
       instance.workers.delete(workerId);
-      this.#options.metrics.workerReport(`model:${instance.model.label}`, workerId, undefined);
+      instance.metrics.workerReport(workerId, undefined);
       const model = instance.model;
       if (instance === model.current && instance.workers.size === 0 && model.state === "ready") {
         // Its requests wait in its queue while the replacement loads it.
@@ -349,58 +238,29 @@ export class ModelPool implements PoolOwner {
     this.#log.warn({ worker: workerId, models: [...lost].map((i) => i.model.label) }, "a worker of the shared pool died; its models load again on its replacement");
   }
 
-  onModelMetrics(workerId: number, model: string, metrics: WorkerMetricsReport): void {
-    this.#options.metrics.workerReport(`model:${model}`, workerId, metrics);
-  }
-
-  onLoadReply(workerId: number, message: LoadedMessage | LoadFailedMessage): void {
-    const instance = this.#instances.get(message.model);
+  // A model host's answer to a load, or the metrics of one model's Worker.
+  #news(workerId: number, news: WorkerNews): void {
+    if (news.kind === "metrics") {
+      this.#versionOf(news.model)?.metrics.workerReport(workerId, news.metrics);
+      return;
+    }
+    const instance = this.#instances.get(news.model);
     if (instance === undefined || !instance.pending.delete(workerId)) return;
-    if (message.kind === "loaded") {
+    if (news.kind === "loaded") {
       instance.workers.add(workerId);
-      instance.metadata = { platform: message.platform, inputs: message.inputs, outputs: message.outputs };
+      instance.metadata = { platform: news.platform, inputs: news.inputs, outputs: news.outputs };
       this.#log.debug({ model: instance.model.label, worker: workerId }, "model replica loaded");
     } else {
       this.#hosted.get(workerId)?.delete(instance);
-      instance.failure = errorFromWire(message.error);
-      this.#log.error({ model: instance.model.label, worker: workerId, err: message.error.stack ?? message.error.message }, "model failed to load");
+      instance.failure = errorFromWire(news.error);
+      this.#log.error({ model: instance.model.label, worker: workerId, err: news.error.stack ?? news.error.message }, "model failed to load");
     }
     if (instance.pending.size === 0) this.#settled(instance);
   }
 
-  onBatchDone(tasks: Task[], result: ResultMessage, _contentType: string, elapsedMs: number): void {
-    const { model, instance } = this.#landed(tasks);
-    model.metrics.forward(elapsedMs);
-    model.stats.batch(tasks.length, elapsedMs);
-    if (result.error !== undefined) {
-      this.#logUnexpected(model, result.error.stack);
-      const error = errorFromWire(result.error);
-      for (const task of tasks) this.#fail(model, task, error);
-    } else {
-      const results = result.results!;
-      tasks.forEach((task, i) => {
-        const item = results[i]!;
-        if (!item.ok) {
-          this.#logUnexpected(model, item.error.stack);
-          this.#fail(model, task, errorFromWire(item.error));
-        } else if (!task.settled) {
-          model.stats.succeeded(performance.now() - task.enqueuedAt);
-          task.succeed(item.value as Uint8Array, item.contentType ?? "application/json", item.headers);
-        }
-      });
-    }
-    this.#retire(model, instance);
-  }
-
-  onBatchLost(tasks: Task[], error: ShoalError): void {
-    const { model, instance } = this.#landed(tasks);
-    for (const task of tasks) this.#fail(model, task, error);
-    this.#retire(model, instance);
-  }
-
   // Loads a version that is not loaded, or reloads one that is; resolves with the load's outcome.
   #load(model: ModelVersion): Promise<ShoalError | undefined> {
-    const instance = new Instance(`${model.spec.name}:${model.spec.version}#${++this.#generation}`, model);
+    const instance = new Instance(`${model.spec.name}:${model.spec.version}#${++this.#generation}`, model, this);
     this.#instances.set(instance.key, instance);
     const why = "a newer load replaced this one";
     const reload = model.current !== undefined && model.state === "ready";
@@ -438,10 +298,8 @@ export class ModelPool implements PoolOwner {
     const { spec } = instance.model;
     const live = this.pool.liveWorkers();
     const want = Math.min(spec.replicas, live.length) - instance.workers.size - instance.pending.size;
-    const candidates = live
-      .filter((w) => !instance.workers.has(w) && !instance.pending.has(w))
-      .sort((a, b) => this.#bytesOn(a) - this.#bytesOn(b) || this.#hostedOn(a).size - this.#hostedOn(b).size);
-    for (const workerId of candidates.slice(0, Math.max(0, want))) {
+    const candidates = live.filter((w) => !instance.workers.has(w) && !instance.pending.has(w)).map((w) => this.#loadOf(w));
+    for (const workerId of placeReplicas(candidates, want)) {
       if (!this.#makeRoom(spec.costBytes, instance.model)) {
         instance.noRoom = true;
         instance.failure = new ShoalError("NOT_READY", `its ${spec.costBytes} bytes do not fit in the pool's memory budget of ${this.#options.memoryBytes} bytes beside the models in use`);
@@ -510,23 +368,20 @@ export class ModelPool implements PoolOwner {
   // Evicts the least recently used idle models until `bytes` more fit in the budget. False if
   // they cannot.
   #makeRoom(bytes: number, forModel: ModelVersion): boolean {
-    const budget = this.#options.memoryBytes;
     let used = 0;
     for (const instances of this.#hosted.values()) for (const i of instances) used += i.model.spec.costBytes;
-    if (used + bytes <= budget) return true;
     const idle = this.versions()
       .filter((m) => m !== forModel && m.state === "ready" && m.queue.queued === 0 && m.current!.inFlight === 0 && m.next === undefined)
-      .sort((a, b) => a.lastUsed - b.lastUsed);
-    for (const model of idle) {
-      used -= model.spec.costBytes * model.current!.workers.size;
+      .map((model) => ({ model, bytes: model.spec.costBytes * model.current!.workers.size, lastUsed: model.lastUsed }));
+    const room = makeRoom(used, bytes, this.#options.memoryBytes, idle);
+    for (const model of room.evict) {
       this.#drop(model.current);
       model.current = undefined;
       model.state = "evicted";
       model.reason = "evicted to make room; loads again on its next request";
       this.#log.info({ model: model.label, forModel: forModel.label }, "model evicted");
-      if (used + bytes <= budget) return true;
     }
-    return false;
+    return room.fits;
   }
 
   // Brings every model that should be loaded back to its replicas (after a worker came back).
@@ -558,60 +413,24 @@ export class ModelPool implements PoolOwner {
     for (const workerId of [...instance.workers, ...instance.pending]) {
       this.#hosted.get(workerId)?.delete(instance);
       this.pool.send(workerId, { kind: "unload", model: instance.key });
-      this.#options.metrics.workerReport(`model:${instance.model.label}`, workerId, undefined);
+      instance.metrics.workerReport(workerId, undefined);
     }
     instance.workers.clear();
     instance.pending.clear();
   }
 
-  #dispatch(model: ModelVersion, instance: Instance, workerId: number, tasks: Task[]): void {
-    const items: BatchItem[] = new Array(tasks.length);
-    const transfer: ArrayBuffer[] = [];
-    for (let i = 0; i < tasks.length; i++) {
-      const task = tasks[i]!;
-      items[i] = { payload: task.payload, ingress: true, egress: true, meta: task.meta };
-      if (task.transfer !== undefined) transfer.push(...task.transfer);
-      task.payload = undefined;
-      task.transfer = undefined;
-    }
-    instance.inFlight++;
-    model.lastUsed = performance.now();
-    model.metrics.batch(tasks.length);
-    this.#flights.set(tasks, { model, instance });
-    this.pool.dispatch(tasks, { kind: "batch", items, model: instance.key }, transfer.length > 0 ? attached(transfer) : transfer, workerId);
+  // Requests queued for the models a worker holds besides `instance`'s.
+  #othersWaiting(workerId: number, instance: Instance): number {
+    let waiting = 0;
+    for (const other of this.#hostedOn(workerId)) if (other !== instance) waiting += other.model.queue.queued;
+    return waiting;
   }
 
-  #landed(tasks: Task[]): Flight {
-    const flight = this.#flights.get(tasks)!;
-    this.#flights.delete(tasks);
-    flight.instance.inFlight--;
-    return flight;
-  }
-
-  #fail(model: ModelVersion, task: Task, error: ShoalError): void {
-    if (task.settled) return;
-    model.stats.failed(performance.now() - task.enqueuedAt);
-    task.fail(error);
-  }
-
-  // Of the free workers that have the instance, the one whose other models have the fewest
-  // requests waiting: taking it keeps the others free for the models only they can serve.
-  #leastNeeded(instance: Instance, idle: Set<number>): number | undefined {
-    let best: number | undefined;
-    let fewest = Infinity;
-    for (const workerId of instance.workers) {
-      if (!idle.has(workerId)) continue;
-      let waiting = 0;
-      for (const other of this.#hostedOn(workerId)) if (other !== instance) waiting += other.model.queue.queued;
-      if (waiting < fewest) [best, fewest] = [workerId, waiting];
-    }
-    return best;
-  }
-
-  #bytesOn(workerId: number): number {
+  #loadOf(workerId: number): WorkerLoad {
     let bytes = 0;
-    for (const instance of this.#hostedOn(workerId)) bytes += instance.model.spec.costBytes;
-    return bytes;
+    const hosted = this.#hostedOn(workerId);
+    for (const instance of hosted) bytes += instance.model.spec.costBytes;
+    return { workerId, bytes, models: hosted.size };
   }
 
   #hostedOn(workerId: number): Set<Instance> {
@@ -620,8 +439,10 @@ export class ModelPool implements PoolOwner {
     return set;
   }
 
-  #logUnexpected(model: ModelVersion, stack: string | undefined): void {
-    if (stack !== undefined) this.#log.error({ model: model.label, err: stack }, "inference failed");
+  // The version a model host's label (`name` or `name/version`) names.
+  #versionOf(label: string): ModelVersion | undefined {
+    for (const model of this.#versions.values()) if (model.label === label) return model;
+    return undefined;
   }
 }
 

@@ -1,14 +1,14 @@
-import { ShoalError, errorFromWire } from "../errors.js";
+import type { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics, StageMetrics } from "../metrics/registry.js";
 import type { ResolvedStageOptions } from "../stage-options.js";
 import type { ChannelFactory } from "../workers/channel.js";
-import type { BatchItem, ItemResult, RequestLimits, ResultMessage } from "../workers/messages.js";
-import { Pool, type PoolOwner } from "../workers/pool.js";
-import { attached } from "../workers/transfer.js";
+import type { RequestLimits } from "../workers/messages.js";
+import type { Pool } from "../workers/pool.js";
 import { BatchQueue } from "./batch-queue.js";
 import type { BatchPolicy } from "./batcher.js";
-import type { Task } from "./task.js";
+import { Dispatcher, type Chooser, type Delivery, type Flight, type ItemSuccess } from "./dispatcher.js";
+import type { Step, Task } from "./task.js";
 
 /** Forward time, in ms, that the items of one message of a stage that does not batch may add up to. */
 const SEND_BUDGET_MS = 1;
@@ -33,14 +33,16 @@ export interface StageContext {
  * One step of a pipeline: a queue, a batch policy and a pool of workers. Workers pull: whenever
  * one is free, the stage asks the batcher whether to send what is queued now or to wait.
  */
-export class Stage implements PoolOwner {
+export class Stage implements Step, Chooser, Delivery {
   readonly policy: BatchPolicy;
-  readonly pool: Pool;
+  readonly dispatcher: Dispatcher;
+  readonly metrics: StageMetrics;
+  readonly batches: boolean;
+  readonly logFields: Readonly<Record<string, string>>;
   readonly #queue: BatchQueue;
   /** Moving average of one item's forward time in ms, round trip included (stages that do not batch). */
   #itemMs = SEND_BUDGET_MS;
-  readonly #log: Logger;
-  readonly #metrics: StageMetrics;
+  readonly #size: ((send: number) => number) | undefined;
 
   constructor(
     readonly name: string,
@@ -50,10 +52,12 @@ export class Stage implements PoolOwner {
     context: StageContext,
   ) {
     this.policy = { maxBatchSize: options.maxBatchSize, maxWaitMs: options.maxWaitMs };
-    this.#log = context.logger.child({ stage: name });
-    this.#metrics = context.metrics.stage(name);
-    this.#queue = new BatchQueue(this.policy, context.capacity, `stage ${name}`, () => this.#pump(), (ms) => this.#metrics.queueWait(ms));
-    this.pool = new Pool(
+    this.metrics = context.metrics.stage(name);
+    this.batches = options.maxBatchSize > 1;
+    this.logFields = { stage: name };
+    this.#size = this.batches ? undefined : () => this.#sendSize();
+    this.#queue = new BatchQueue(this.policy, context.capacity, `stage ${name}`, () => this.dispatcher.pump(), (ms) => this.metrics.queueWait(ms));
+    this.dispatcher = new Dispatcher(
       {
         name,
         num: options.num,
@@ -62,10 +66,15 @@ export class Stage implements PoolOwner {
         env: options.env,
         channel: context.channel,
         logger: context.logger,
-        metrics: this.#metrics,
+        metrics: this.metrics,
       },
       this,
     );
+  }
+
+  /** The stage's workers. */
+  get pool(): Pool<Flight> {
+    return this.dispatcher.pool;
   }
 
   // How many items a stage that does not batch sends in one message: each is still its own
@@ -93,76 +102,28 @@ export class Stage implements PoolOwner {
    */
   admit(task: Task): ShoalError | undefined {
     const refused = this.#queue.admit(task);
-    if (refused === undefined) this.#pump();
+    if (refused === undefined) this.dispatcher.pump();
     return refused;
   }
 
-  onWorkerFree(): void {
-    this.#pump();
+  /** A stage's free worker takes what its one queue lets go now. */
+  next(): Flight | undefined {
+    const tasks = this.#queue.next(this.#size);
+    return tasks === undefined ? undefined : { tasks, to: this };
   }
 
-  onBatchDone(tasks: Task[], result: ResultMessage, contentType: string, elapsedMs: number): void {
-    this.#metrics.forward(elapsedMs);
-    if (this.policy.maxBatchSize === 1) this.#itemMs += (elapsedMs / tasks.length - this.#itemMs) * 0.2;
+  landed({ tasks }: Flight, elapsedMs: number | undefined): void {
+    if (elapsedMs === undefined) return;
+    if (!this.batches) this.#itemMs += (elapsedMs / tasks.length - this.#itemMs) * 0.2;
     for (const task of tasks) task.trace?.push({ stage: this.name, ms: elapsedMs });
-    if (result.error !== undefined) {
-      this.#logUnexpected(result.error.stack, tasks[0]);
-      const error = errorFromWire(result.error);
-      for (const task of tasks) task.fail(error);
-      return;
-    }
-    const results = result.results!;
-    for (let i = 0; i < tasks.length; i++) this.#advance(tasks[i]!, results[i]!, contentType);
   }
 
-  onBatchLost(tasks: Task[], error: ShoalError): void {
-    for (const task of tasks) task.fail(error);
+  succeeded(task: Task, result: ItemSuccess, contentType: string): void {
+    if (task.egress) task.succeed(result.value as Uint8Array, result.contentType ?? contentType, result.headers);
+    else task.advance(result.value, result.transfer);
   }
 
-  // Hands queued work to free workers until one of them runs out.
-  #pump(): void {
-    const size = this.policy.maxBatchSize === 1 ? () => this.#sendSize() : undefined;
-    while (this.pool.hasIdle) {
-      const tasks = this.#queue.next(size);
-      if (tasks === undefined) return;
-      if (tasks.length > 0) this.#dispatch(tasks);
-    }
-  }
-
-  #dispatch(tasks: Task[]): void {
-    const items: BatchItem[] = new Array(tasks.length);
-    const transfer: ArrayBuffer[] = [];
-    for (let i = 0; i < tasks.length; i++) {
-      const task = tasks[i]!;
-      items[i] = { payload: task.payload, ingress: task.ingress && !task.decoded, egress: task.egress, meta: task.meta };
-      if (task.transfer !== undefined) transfer.push(...task.transfer);
-      // The worker has the payload now; do not keep it alive here.
-      task.payload = undefined;
-      task.transfer = undefined;
-    }
-    if (this.policy.maxBatchSize > 1) this.#metrics.batch(tasks.length);
-    this.pool.dispatch(tasks, { kind: "batch", items }, transfer.length > 0 ? attached(transfer) : transfer);
-  }
-
-  #advance(task: Task, result: ItemResult, contentType: string): void {
-    if (task.settled) return;
-    if (!result.ok) {
-      this.#logUnexpected(result.error.stack, task);
-      task.fail(errorFromWire(result.error));
-      return;
-    }
-    if (task.egress) {
-      task.succeed(result.value as Uint8Array, result.contentType ?? contentType);
-      return;
-    }
-    task.stageIndex++;
-    task.payload = result.value;
-    task.transfer = result.transfer;
-    task.route.stages[task.stageIndex]!.admit(task);
-  }
-
-  // Unexpected exceptions reach the log with their stack; the client only sees a generic 500.
-  #logUnexpected(stack: string | undefined, task: Task | undefined): void {
-    if (stack !== undefined) this.#log.error({ requestId: task?.meta.requestId, err: stack }, "forward failed");
+  failed(task: Task, error: ShoalError): void {
+    task.fail(error);
   }
 }

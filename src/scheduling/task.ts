@@ -1,12 +1,14 @@
 import type { ShoalError } from "../errors.js";
 import type { RequestMeta } from "../worker.js";
 import type { BatchQueue } from "./batch-queue.js";
-import type { Stage } from "./stage.js";
 
-/** An HTTP route and the ordered stages of its pipeline. */
-export interface Route {
-  readonly path: string;
-  readonly stages: readonly Stage[];
+/** A step of a task's way: a stage of its route, or the model version it is for. */
+export interface Step {
+  /**
+   * Queues the task. A task at its first step may be refused (the error to answer with); one
+   * coming from an earlier step was already accepted and is always queued.
+   */
+  admit(task: Task): ShoalError | undefined;
 }
 
 /** How a task's answer reaches its client. The HTTP front implements it. */
@@ -20,19 +22,19 @@ export interface Reply {
 }
 
 /**
- * One request's item travelling through the stages of its route. It settles exactly once:
+ * One request's item travelling through its steps: the stages of its route, or its model. It settles exactly once:
  * `succeed`, `fail` or `drop` (client gone); later calls are ignored, so a late worker result
  * after a timeout cannot answer twice.
  */
 export class Task {
-  /** Index of the stage it is at, in `route.stages`. */
-  stageIndex = 0;
-  /** When it entered its current stage's queue (performance.now() clock). */
+  /** Index of the step it is at, in `steps`. */
+  stepIndex = 0;
+  /** When it entered its current step's queue (performance.now() clock). */
   enqueuedAt = 0;
   /** The queue that holds it, while it is queued. */
   queuedIn: BatchQueue | null = null;
   settled = false;
-  /** Input of the current stage: the request body at the first stage, the previous output after. */
+  /** Input of the current step: the request body at the first, the previous step's output after. */
   payload: unknown;
   /** Buffers in `payload` to move, not copy, to the worker. */
   transfer: ArrayBuffer[] | undefined;
@@ -44,7 +46,7 @@ export class Task {
   readonly #reply: Reply;
 
   constructor(
-    readonly route: Route,
+    readonly steps: readonly Step[],
     readonly meta: RequestMeta,
     /** The deadline on the performance.now() clock. */
     readonly deadline: number,
@@ -57,14 +59,27 @@ export class Task {
     this.#reply = reply;
   }
 
-  /** True at the first stage of its route: the worker decodes the request body. */
+  /** True at its first step: the worker decodes the request body. */
   get ingress(): boolean {
-    return this.stageIndex === 0;
+    return this.stepIndex === 0;
   }
 
-  /** True at the last stage of its route: the worker encodes the response body. */
+  /** True at its last step: the worker encodes the response body. */
   get egress(): boolean {
-    return this.stageIndex === this.route.stages.length - 1;
+    return this.stepIndex === this.steps.length - 1;
+  }
+
+  /** Queues it at its first step; the error is why it was refused. */
+  start(): ShoalError | undefined {
+    return this.steps[0]!.admit(this);
+  }
+
+  /** Takes the output of its current step to the next one, whose input it is. */
+  advance(value: unknown, transfer: ArrayBuffer[] | undefined): void {
+    this.stepIndex++;
+    this.payload = value;
+    this.transfer = transfer;
+    this.steps[this.stepIndex]!.admit(this);
   }
 
   succeed(body: Uint8Array, contentType: string, headers?: Record<string, string>): void {

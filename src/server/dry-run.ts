@@ -1,5 +1,6 @@
 import { ShoalError } from "../errors.js";
-import { Task, type Route } from "../scheduling/task.js";
+import { Task } from "../scheduling/task.js";
+import type { Route } from "./route.js";
 
 /** How one route's example went. */
 interface Outcome {
@@ -25,7 +26,7 @@ export async function dryRun(routes: readonly Route[], timeoutMs: number, print:
     const trace: { stage: string; ms: number }[] = [];
     const outcome = await new Promise<Outcome>((resolve) => {
       const meta = { requestId: "dry-run", headers: {}, deadline: Date.now() + timeoutMs, route: route.path };
-      const task = new Task(route, meta, started + timeoutMs, example, undefined, {
+      const task = new Task(route.stages, meta, started + timeoutMs, example, undefined, {
         send: (body, contentType) => resolve({ status: 200, detail: `${body.byteLength} bytes of ${contentType}` }),
         fail: (error: ShoalError) => resolve({ status: error.status, detail: error.publicMessage }),
         release: () => {},

@@ -9,7 +9,7 @@ import { STATUS_CODES } from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ERRORS } from "../errors.js";
-import type { Route } from "../scheduling/task.js";
+import type { Route } from "./route.js";
 import type { JsonSchema } from "../schema.js";
 
 /** An OpenAPI 3.1 document, as plain JSON. */

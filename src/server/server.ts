@@ -9,8 +9,7 @@ import { Metrics } from "../metrics/registry.js";
 import { Catalog, type ModelSources } from "../models/catalog.js";
 import { ModelPool } from "../models/model-pool.js";
 import { parseSettings, type ModelSettingsInput } from "../models/settings.js";
-import { V2Handler } from "../models/v2-http.js";
-import type { Route } from "../scheduling/task.js";
+import type { Route } from "./route.js";
 import { Stage } from "../scheduling/stage.js";
 import { resolveStageOptions, type Isolation, type ResolvedStageOptions, type StageOptions } from "../stage-options.js";
 import type { WorkerClass } from "../worker.js";
@@ -21,7 +20,9 @@ import { processChannel } from "../workers/process-channel.js";
 import { threadChannel } from "../workers/thread-channel.js";
 import { ApiDocs } from "./docs.js";
 import { dryRun } from "./dry-run.js";
-import { HttpFront, type Health } from "./http.js";
+import type { Health } from "./builtin.js";
+import { HttpFront, type Intake } from "./http.js";
+import { V2Handler } from "./v2-http.js";
 import { appInfo, openApiDocument } from "./openapi.js";
 
 /** How each kind of stage isolation starts and talks to its workers. */
@@ -162,7 +163,12 @@ export class Server {
 
   async #start(config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<AddressInfo> {
     let front: HttpFront | undefined;
-    const metrics: Metrics = new Metrics(config.namespace, (): readonly Stage[] => stages, () => front?.inFlight ?? 0, () => front?.bytesInFlight ?? 0);
+    const metrics: Metrics = new Metrics(config.namespace, {
+      stages: (): readonly Stage[] => stages,
+      models: () => modelPool?.versions().map((m) => ({ name: m.label, queued: m.queued, liveWorkers: m.liveWorkers })) ?? [],
+      inFlight: () => front?.inFlight ?? 0,
+      bytesInFlight: () => front?.bytesInFlight ?? 0,
+    });
     const { stages, routes } = this.#build(config, logger, metrics);
     const modelPool = models === undefined ? undefined : this.#modelPool(config, logger, metrics);
     const health: Health = {
@@ -174,14 +180,13 @@ export class Server {
       },
     };
     const docs = new ApiDocs();
-    let v2: V2Handler | undefined;
+    let v2: ((intake: Intake) => V2Handler) | undefined;
     if (modelPool !== undefined) {
       const catalog = new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
       catalog.register();
-      v2 = new V2Handler(catalog, health.notReady);
+      v2 = (intake) => new V2Handler(catalog, health.notReady, intake);
     }
     front = new HttpFront(routes, config, health, metrics, docs, logger, v2);
-    if (v2 !== undefined) v2.front = front;
     const address = await front.listen();
     logger.info(
       {
@@ -213,7 +218,7 @@ export class Server {
   // loaded once on a pool of one worker (with no memory budget), and no HTTP port.
   async #dryRun(config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<boolean> {
     const print = (line: string) => process.stdout.write(`${line}\n`);
-    const metrics = new Metrics(config.namespace, () => [], () => 0, () => 0);
+    const metrics = new Metrics(config.namespace, { stages: () => [], models: () => [], inFlight: () => 0, bytesInFlight: () => 0 });
     const { stages, routes } = this.#build(config, logger, metrics, true);
     const modelPool = models === undefined ? undefined : this.#modelPool({ ...config, workers: 1, modelMemoryBytes: 0 }, logger, metrics);
     try {

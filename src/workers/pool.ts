@@ -1,27 +1,34 @@
 import { ShoalError, type WireError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { StageMetrics, WorkerMetricsReport } from "../metrics/registry.js";
-import type { Task } from "../scheduling/task.js";
+import type { StageMetrics } from "../metrics/registry.js";
 import type { Channel, ChannelFactory } from "./channel.js";
-import type { BatchMessage, FromWorker, LoadFailedMessage, LoadedMessage, ReadyMessage, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
+import type { BatchMessage, FromWorker, LoadFailedMessage, LoadedMessage, MetricsMessage, ReadyMessage, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
 import { restartDelayMs, startVerdict } from "./restart-policy.js";
 
-/** What a pool tells the stage, or the model pool, that owns it. */
-export interface PoolOwner {
-  /** Worker `workerId` is free: pull more work. */
-  onWorkerFree(workerId: number): void;
+/** What a worker says that the pool does not handle itself: a model host's answers and its models' metrics. */
+export type WorkerNews = LoadedMessage | LoadFailedMessage | (MetricsMessage & { model: string });
+
+/** What a worker's life cycle means to the work around it. */
+export interface WorkerEvents {
   /** Worker `workerId` has started (at start-up, or as a replacement) and takes work. */
   onWorkerUp?(workerId: number): void;
   /** Worker `workerId` is gone; a replacement with the same id follows unless the pool is closing. */
   onWorkerGone?(workerId: number): void;
-  /** A model host answered a load. */
-  onLoadReply?(workerId: number, message: LoadedMessage | LoadFailedMessage): void;
-  /** A model host reported the metrics of one model's Worker. */
-  onModelMetrics?(workerId: number, model: string, metrics: WorkerMetricsReport): void;
+  /** Worker `workerId` said something the pool leaves to its owner. */
+  onNews?(workerId: number, message: WorkerNews): void;
+}
+
+/**
+ * What a pool tells its owner. A batch is sent with a handle of the owner's own (`H`), which
+ * comes back with its result: the pool knows workers, not what they work on.
+ */
+export interface PoolEvents<H> extends WorkerEvents {
+  /** Worker `workerId` is free: pull more work. */
+  onWorkerFree(workerId: number): void;
   /** A batch came back from the worker after `elapsedMs` (IPC included). */
-  onBatchDone(tasks: Task[], result: ResultMessage, contentType: string, elapsedMs: number): void;
-  /** A batch will not come back (timeout or dead worker): fail its tasks. */
-  onBatchLost(tasks: Task[], error: ShoalError): void;
+  onBatchDone(handle: H, result: ResultMessage, contentType: string, elapsedMs: number): void;
+  /** A batch will not come back (timeout or dead worker). */
+  onBatchLost(handle: H, error: ShoalError): void;
 }
 
 export interface PoolOptions {
@@ -41,11 +48,11 @@ export interface PoolOptions {
 type State = "starting" | "idle" | "busy" | "gone";
 
 /** One worker as the coordinator sees it. */
-class WorkerHandle {
+class WorkerHandle<H> {
   state: State = "starting";
   contentType = "application/json";
-  /** The batch in the worker, if any, and its sequence number. */
-  batch: Task[] | null = null;
+  /** The handle of the batch in the worker, if any, and its sequence number. */
+  batch: H | null = null;
   seq = 0;
   /** When the current batch was sent (performance.now() clock). */
   sentAt = 0;
@@ -80,15 +87,15 @@ const STOP_ANSWER_MS = 1000;
 const STOP_MIN_MS = 5000;
 
 /**
- * The `num` workers of one stage: spawns them, hands a batch to a free one, enforces the
- * forward timeout, and replaces workers that die or overrun.
+ * The `num` workers of a stage or of the shared pool: spawns them, hands a batch to a free one,
+ * enforces the forward timeout, and replaces workers that die or overrun.
  */
-export class Pool {
+export class Pool<H> {
   readonly #options: PoolOptions;
-  readonly #owner: PoolOwner;
+  readonly #owner: PoolEvents<H>;
   readonly #log: Logger;
-  readonly #idle: WorkerHandle[] = [];
-  readonly #handles = new Map<number, WorkerHandle>();
+  readonly #idle: WorkerHandle<H>[] = [];
+  readonly #handles = new Map<number, WorkerHandle<H>>();
   readonly #slots = new Map<number, Slot>();
   /**
    * What the stage's workers declared when they became ready: content-type, warm-up example and
@@ -99,7 +106,7 @@ export class Pool {
   /** Settles `start()`: set while some worker id has never been ready. */
   #startup: { resolve(): void; reject(err: Error): void } | undefined;
 
-  constructor(options: PoolOptions, owner: PoolOwner) {
+  constructor(options: PoolOptions, owner: PoolEvents<H>) {
     this.#options = options;
     this.#owner = owner;
     this.#log = options.logger.child({ stage: options.name });
@@ -147,17 +154,17 @@ export class Pool {
 
   /**
    * Sends a batch to a free worker (worker `workerId`, which must be free, when given); the owner
-   * hears back through `onBatchDone` or `onBatchLost`.
+   * hears back through `onBatchDone` or `onBatchLost`, with `handle`.
    */
-  dispatch(tasks: Task[], message: Omit<BatchMessage, "seq">, transfer: ArrayBuffer[], workerId?: number): void {
+  dispatch(handle: H, message: Omit<BatchMessage, "seq">, transfer: ArrayBuffer[], workerId?: number): void {
     const at = workerId === undefined ? this.#idle.length - 1 : this.#idle.findIndex((h) => h.workerId === workerId);
-    const handle = this.#idle.splice(at, 1)[0]!;
-    handle.state = "busy";
-    handle.batch = tasks;
-    const seq = ++handle.seq;
-    handle.sentAt = performance.now();
-    handle.timer = setTimeout(() => this.#overrun(handle), this.#options.timeoutMs);
-    handle.channel.send({ ...message, seq }, transfer);
+    const worker = this.#idle.splice(at, 1)[0]!;
+    worker.state = "busy";
+    worker.batch = handle;
+    const seq = ++worker.seq;
+    worker.sentAt = performance.now();
+    worker.timer = setTimeout(() => this.#overrun(worker), this.#options.timeoutMs);
+    worker.channel.send({ ...message, seq }, transfer);
   }
 
   /** Sends a message other than a batch (a model load or unload) to a live worker. */
@@ -178,7 +185,7 @@ export class Pool {
    * takes too long. It is not ended outright: a thread ended inside a native call that is still
    * running (an ONNX Runtime session's run) takes the whole process down with it.
    */
-  #stop(handle: WorkerHandle): Promise<void> {
+  #stop(handle: WorkerHandle<H>): Promise<void> {
     if (handle.exited !== undefined) return handle.exited;
     handle.exited = new Promise((resolve) => (handle.onExit = resolve));
     if (handle.state === "gone") handle.onExit!();
@@ -191,7 +198,7 @@ export class Pool {
 
   #spawn(workerId: number): void {
     const o = this.#options;
-    const handle = new WorkerHandle(workerId);
+    const handle = new WorkerHandle<H>(workerId);
     this.#handles.set(workerId, handle);
     handle.channel = o.channel(o.boot(workerId), o.env?.[workerId - 1], {
       message: (message) => this.#onMessage(handle, message),
@@ -199,7 +206,7 @@ export class Pool {
     });
   }
 
-  #onMessage(handle: WorkerHandle, message: FromWorker): void {
+  #onMessage(handle: WorkerHandle<H>, message: FromWorker): void {
     if (message.kind === "stopping") {
       clearTimeout(handle.stopTimer);
       handle.stopTimer = setTimeout(() => handle.channel.terminate(), Math.max(this.#options.timeoutMs, STOP_MIN_MS));
@@ -230,25 +237,25 @@ export class Pool {
       case "result": {
         if (handle.batch === null || message.seq !== handle.seq) return;
         clearTimeout(handle.timer);
-        const tasks = handle.batch;
+        const batch = handle.batch;
         handle.batch = null;
         handle.state = "idle";
         this.#idle.push(handle);
         const elapsedMs = performance.now() - handle.sentAt;
         // The next batch first: the worker computes it while this one's answers are written.
         this.#owner.onWorkerFree(handle.workerId);
-        this.#owner.onBatchDone(tasks, message, handle.contentType, elapsedMs);
+        this.#owner.onBatchDone(batch, message, handle.contentType, elapsedMs);
         return;
       }
       case "loaded":
       case "loadFailed":
-        this.#owner.onLoadReply?.(handle.workerId, message);
+        this.#owner.onNews?.(handle.workerId, message);
         return;
       case "log":
         this.#log[message.level]({ ...message.fields, worker: handle.workerId }, message.msg);
         return;
       case "metrics":
-        if (message.model !== undefined) this.#owner.onModelMetrics?.(handle.workerId, message.model, message.metrics);
+        if (message.model !== undefined) this.#owner.onNews?.(handle.workerId, message as MetricsMessage & { model: string });
         else this.#options.metrics.workerReport(handle.workerId, message.metrics);
         return;
       case "fatal":
@@ -257,13 +264,13 @@ export class Pool {
     }
   }
 
-  #overrun(handle: WorkerHandle): void {
-    const tasks = handle.batch;
-    if (tasks === null) return;
+  #overrun(handle: WorkerHandle<H>): void {
+    const batch = handle.batch;
+    if (batch === null) return;
     handle.batch = null;
     const ms = this.#options.timeoutMs;
-    this.#log.warn({ worker: handle.workerId, batch: tasks.length, timeoutMs: ms }, "forward() overran its timeout; replacing the worker");
-    this.#owner.onBatchLost(tasks, new ShoalError("FORWARD_TIMEOUT", `forward() did not finish within ${ms} ms`));
+    this.#log.warn({ worker: handle.workerId, timeoutMs: ms }, "forward() overran its timeout; replacing the worker");
+    this.#owner.onBatchLost(batch, new ShoalError("FORWARD_TIMEOUT", `forward() did not finish within ${ms} ms`));
     // The replacement starts now; the old worker is stopped beside it (see #stop).
     this.#handles.delete(handle.workerId);
     void this.#stop(handle);
@@ -273,7 +280,7 @@ export class Pool {
     if (!this.#closing) this.#spawn(handle.workerId);
   }
 
-  #onExit(handle: WorkerHandle, reason: string): void {
+  #onExit(handle: WorkerHandle<H>, reason: string): void {
     const wasStarting = handle.state === "starting";
     handle.state = "gone";
     clearTimeout(handle.timer);
@@ -286,9 +293,9 @@ export class Pool {
     const at = this.#idle.indexOf(handle);
     if (at >= 0) this.#idle.splice(at, 1);
     if (handle.batch !== null) {
-      const tasks = handle.batch;
+      const batch = handle.batch;
       handle.batch = null;
-      this.#owner.onBatchLost(tasks, new ShoalError("WORKER_DIED", "the worker running this request died"));
+      this.#owner.onBatchLost(batch, new ShoalError("WORKER_DIED", "the worker running this request died"));
     }
     if (this.#closing) return;
     const workerId = handle.workerId;

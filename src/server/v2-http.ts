@@ -1,12 +1,12 @@
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ShoalError } from "../errors.js";
-import type { Route } from "../scheduling/task.js";
-import { CONTROL_PATH } from "../server/access.js";
-import { readBody } from "../server/body.js";
-import { sendError, sendJson, type Delegate, type HttpFront } from "../server/http.js";
-import type { Catalog } from "./catalog.js";
-import type { ModelVersion } from "./model-pool.js";
+import type { Catalog } from "../models/catalog.js";
+import type { ModelVersion } from "../models/model-version.js";
+import { CONTROL_PATH } from "./access.js";
+import { sendError, sendJson } from "./answers.js";
+import { readBody } from "./body.js";
+import type { Delegate, Intake } from "./http.js";
 
 /** What `GET /v2` lists: the protocol extensions this server speaks. */
 export const EXTENSIONS = ["binary_tensor_data", "model_repository", "model_configuration", "statistics"] as const;
@@ -31,13 +31,15 @@ const SERVER_METADATA = {
  */
 export class V2Handler implements Delegate {
   readonly prefix = "/v2";
-  front!: HttpFront;
-  readonly #routes = new Map<string, Route>();
+  /** Each model version's canonical inference path, by its label. */
+  readonly #paths = new Map<string, string>();
 
   constructor(
     readonly catalog: Catalog,
     /** Why the server is not ready, or undefined. */
     readonly notReady: () => string | undefined,
+    /** What the HTTP front lends: accepting an inference request, and its guards. */
+    readonly front: Intake,
   ) {}
 
   handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string, arrival: number): void {
@@ -130,11 +132,10 @@ export class V2Handler implements Delegate {
   #infer(req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, name: string, version: string | undefined): void {
     // The model is looked up first, so that an unknown one is a 404 whatever the method.
     const model = this.catalog.find(name, version);
-    // One route (and one metric series) per model version, however its path was spelt.
-    const canonical = `/v2/models/${model.spec.name}${model.spec.version === "" ? "" : `/versions/${model.spec.version}`}/infer`;
-    let route = this.#routes.get(canonical);
-    if (route === undefined) this.#routes.set(canonical, (route = { path: canonical, stages: [] }));
-    this.front.post(route, req, res, requestId, arrival, (task) => this.catalog.pool.admit(model, task));
+    // One path (and one metric series) per model version, however its path was spelt.
+    let path = this.#paths.get(model.label);
+    if (path === undefined) this.#paths.set(model.label, (path = `/v2/models/${model.spec.name}${model.spec.version === "" ? "" : `/versions/${model.spec.version}`}/infer`));
+    this.front.accept(path, [model], req, res, requestId, arrival);
   }
 
   // Reads a small JSON control body (empty is `{}`) and hands it over.

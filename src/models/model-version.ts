@@ -1,0 +1,191 @@
+import { ShoalError } from "../errors.js";
+import type { Metrics, StageMetrics } from "../metrics/registry.js";
+import { BatchQueue } from "../scheduling/batch-queue.js";
+import type { Delivery, Flight, ItemSuccess } from "../scheduling/dispatcher.js";
+import type { Step, Task } from "../scheduling/task.js";
+import type { ModelSpec } from "./repository.js";
+import type { TensorMetadata } from "./settings.js";
+import { ModelStats } from "./stats.js";
+
+/**
+ * Where a model version stands. `evicted`: unloaded to make room, loaded again on its next
+ * request. `unloaded`: unloaded on request; only a load brings it back.
+ */
+export type ModelState = "loading" | "ready" | "failed" | "evicted" | "unloading" | "unloaded";
+
+/** The V2 metadata workers report when they load a model. */
+export interface ModelMetadata {
+  platform: string;
+  inputs: TensorMetadata[];
+  outputs: TensorMetadata[];
+}
+
+/** What a model version needs of the pool that serves it. */
+export interface Hosting {
+  /** Queues a request for `model`, or says why not. */
+  admit(model: ModelVersion, task: Task): ShoalError | undefined;
+  /** Hands queued requests to free workers. */
+  pump(): void;
+  /** A batch of `instance` is back, or lost: an old instance may leave now. */
+  retire(instance: Instance): void;
+}
+
+/**
+ * One loaded (or loading) copy of a model version on some workers. A reload makes a new
+ * instance; the old one serves until the new one is ready, then leaves once its batches are
+ * done. Its batches' results are delivered here.
+ */
+export class Instance implements Delivery {
+  /** Workers that loaded it. */
+  readonly workers = new Set<number>();
+  /** Workers still loading it. */
+  readonly pending = new Set<number>();
+  /** Batches in workers. */
+  inFlight = 0;
+  /** Why the last load on a worker failed. */
+  failure: ShoalError | undefined;
+  /** Some replica found no room in the memory budget. */
+  noRoom = false;
+  metadata: ModelMetadata | undefined;
+  readonly batches = true;
+  /**
+   * Settles once its load is over: with undefined when it serves, or with why it does not (it
+   * failed, or it was dropped before it loaded). Never rejects.
+   */
+  readonly settled: Promise<ShoalError | undefined>;
+  #settle!: (outcome: ShoalError | undefined) => void;
+  #loading = true;
+
+  constructor(
+    /** Unique in the pool: batches and unloads name it. */
+    readonly key: string,
+    readonly model: ModelVersion,
+    readonly hosting: Hosting,
+  ) {
+    this.settled = new Promise((resolve) => (this.#settle = resolve));
+  }
+
+  /** Whether its load is still under way: a load of its model may join it. */
+  get loading(): boolean {
+    return this.#loading;
+  }
+
+  /** Ends its load with `outcome`; later calls change nothing. */
+  done(outcome: ShoalError | undefined): void {
+    this.#loading = false;
+    this.#settle(outcome);
+  }
+
+  get metrics(): StageMetrics {
+    return this.model.metrics;
+  }
+
+  get logFields(): Readonly<Record<string, string>> {
+    return this.model.logFields;
+  }
+
+  landed({ tasks }: Flight, elapsedMs: number | undefined): void {
+    this.inFlight--;
+    if (elapsedMs !== undefined) this.model.stats.batch(tasks.length, elapsedMs);
+    this.hosting.retire(this);
+  }
+
+  succeeded(task: Task, result: ItemSuccess): void {
+    this.model.stats.succeeded(performance.now() - task.enqueuedAt);
+    task.succeed(result.value as Uint8Array, result.contentType ?? "application/json", result.headers);
+  }
+
+  failed(task: Task, error: ShoalError): void {
+    this.model.stats.failed(performance.now() - task.enqueuedAt);
+    task.fail(error);
+  }
+}
+
+/** A model version: its settings, its queue, its state and its current instance. */
+export class ModelVersion implements Step {
+  state: ModelState = "loading";
+  /** Why it is not ready, for the repository index. */
+  reason = "";
+  current: Instance | undefined;
+  /** The instance loading to replace `current` (a reload). */
+  next: Instance | undefined;
+  /** What its workers reported when it last loaded; kept while it is evicted. */
+  metadata: ModelMetadata | undefined;
+  /** When a request last used it (performance.now() clock), for eviction. */
+  lastUsed = 0;
+  readonly queue: BatchQueue;
+  readonly stats: ModelStats;
+  readonly metrics: StageMetrics;
+  readonly logFields: Readonly<Record<string, string>>;
+  #drained: (() => void)[] = [];
+
+  constructor(
+    public spec: ModelSpec,
+    readonly hosting: Hosting,
+    capacity: number,
+    metrics: Metrics,
+  ) {
+    this.stats = new ModelStats();
+    this.metrics = metrics.model(this.label);
+    this.logFields = { model: this.label };
+    // The policy reads the current settings, which a reload may change.
+    const settings = () => this.spec;
+    const policy = {
+      get maxBatchSize() {
+        return settings().maxBatchSize;
+      },
+      get maxWaitMs() {
+        return settings().maxWaitMs;
+      },
+    };
+    this.queue = new BatchQueue(policy, capacity, `model ${this.label}`, () => hosting.pump(), (ms) => {
+      this.metrics.queueWait(ms);
+      this.stats.queued(ms);
+    });
+  }
+
+  /** `name` or `name/version`, for logs and messages. */
+  get label(): string {
+    return this.spec.version === "" ? this.spec.name : `${this.spec.name}/${this.spec.version}`;
+  }
+
+  /** Whether it is ready to serve: loaded on at least one live worker. */
+  get ready(): boolean {
+    return this.state === "ready";
+  }
+
+  /** Items waiting in its queue. */
+  get queued(): number {
+    return this.queue.queued;
+  }
+
+  /** Workers that hold its current instance. */
+  get liveWorkers(): number {
+    return this.current?.workers.size ?? 0;
+  }
+
+  /** Whether a free worker holding it may take its queued requests. */
+  get serving(): boolean {
+    return this.current !== undefined && (this.state === "ready" || this.state === "unloading");
+  }
+
+  /** Queues a request for it on the shared pool. */
+  admit(task: Task): ShoalError | undefined {
+    return this.hosting.admit(this, task);
+  }
+
+  /** Resolves when it has nothing queued and nothing in workers. */
+  drained(): Promise<void> {
+    if (this.#idle()) return Promise.resolve();
+    return new Promise((resolve) => this.#drained.push(resolve));
+  }
+
+  /** Called when a batch ends or a queued request settles. */
+  checkDrained(): void {
+    if (this.#drained.length > 0 && this.#idle()) for (const resolve of this.#drained.splice(0)) resolve();
+  }
+
+  #idle(): boolean {
+    return this.queue.queued === 0 && (this.current?.inFlight ?? 0) === 0;
+  }
+}

@@ -1,0 +1,134 @@
+import { errorFromWire, type ShoalError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import type { StageMetrics } from "../metrics/registry.js";
+import type { BatchItem, ItemResult, ResultMessage } from "../workers/messages.js";
+import { Pool, type PoolOptions, type WorkerEvents } from "../workers/pool.js";
+import { attached } from "../workers/transfer.js";
+import type { Task } from "./task.js";
+
+/** One item's successful outcome. */
+export type ItemSuccess = Extract<ItemResult, { ok: true }>;
+
+/** Where the results of a batch go: the stage, or the model version, whose queue it came from. */
+export interface Delivery {
+  readonly metrics: StageMetrics;
+  /** Whether each message is one batch, counted in the batch-size metric (a stage that does not batch sends several single items at once). */
+  readonly batches: boolean;
+  /** Fields of the log line of an unexpected error, e.g. `{ stage: "Embed_1" }`. */
+  readonly logFields: Readonly<Record<string, string>>;
+  /** The batch is back after `elapsedMs`, or lost (undefined); called before its tasks are settled. */
+  landed(flight: Flight, elapsedMs: number | undefined): void;
+  /** One task's successful result; `contentType` is the worker's usual one. */
+  succeeded(task: Task, result: ItemSuccess, contentType: string): void;
+  /** One task failed: its item failed, or its batch did. */
+  failed(task: Task, error: ShoalError): void;
+}
+
+/** A batch on its way to a worker: the pool carries it as the batch's handle and gives it back with the results. */
+export interface Flight {
+  readonly tasks: Task[];
+  readonly to: Delivery;
+  /** On the shared pool: the model instance the worker runs the batch on. */
+  readonly model?: string;
+  /** The worker it goes to; undefined for any free one. */
+  readonly workerId?: number;
+}
+
+/** The free workers, as a chooser may look at them. */
+export interface IdleWorkers {
+  readonly hasIdle: boolean;
+  /** Their ids, most recently freed last. */
+  idleWorkers(): number[];
+}
+
+/**
+ * What a free worker takes next: the one decision in which a stage and the shared pool differ
+ * (a stage: its one queue; the pool: a model version one of the free workers hosts).
+ */
+export interface Chooser {
+  /**
+   * The next batch for a free worker, or undefined when none is due now. Its tasks may be none
+   * (all of them had outlived their deadlines): the dispatcher then asks again.
+   */
+  next(idle: IdleWorkers): Flight | undefined;
+}
+
+/**
+ * Takes batches, sends each to a worker of its pool, and delivers the results: the one dispatch
+ * loop of stages and of the shared pool. Whatever comes back, every task of a batch is settled
+ * once (a result, its item's error, or the batch's).
+ */
+export class Dispatcher {
+  readonly pool: Pool<Flight>;
+  readonly #chooser: Chooser;
+  readonly #log: Logger;
+
+  constructor(options: PoolOptions, chooser: Chooser, events: WorkerEvents = {}) {
+    this.#chooser = chooser;
+    this.#log = options.logger;
+    this.pool = new Pool<Flight>(options, {
+      ...events,
+      onWorkerFree: () => this.pump(),
+      onBatchDone: (flight, result, contentType, elapsedMs) => this.#done(flight, result, contentType, elapsedMs),
+      onBatchLost: (flight, error) => {
+        flight.to.landed(flight, undefined);
+        for (const task of flight.tasks) if (!task.settled) flight.to.failed(task, error);
+      },
+    });
+  }
+
+  /** Hands queued work to free workers until they or the work run out. */
+  pump(): void {
+    while (this.pool.hasIdle) {
+      const flight = this.#chooser.next(this.pool);
+      if (flight === undefined) return;
+      if (flight.tasks.length > 0) this.#send(flight);
+    }
+  }
+
+  #send(flight: Flight): void {
+    const { tasks } = flight;
+    const items: BatchItem[] = new Array(tasks.length);
+    const transfer: ArrayBuffer[] = [];
+    for (let i = 0; i < tasks.length; i++) {
+      const task = tasks[i]!;
+      items[i] = { payload: task.payload, ingress: task.ingress && !task.decoded, egress: task.egress, meta: task.meta };
+      if (task.transfer !== undefined) transfer.push(...task.transfer);
+      // The worker has the payload now; do not keep it alive here.
+      task.payload = undefined;
+      task.transfer = undefined;
+    }
+    if (flight.to.batches) flight.to.metrics.batch(tasks.length);
+    const message = flight.model === undefined ? { kind: "batch" as const, items } : { kind: "batch" as const, items, model: flight.model };
+    this.pool.dispatch(flight, message, transfer.length > 0 ? attached(transfer) : transfer, flight.workerId);
+  }
+
+  #done(flight: Flight, result: ResultMessage, contentType: string, elapsedMs: number): void {
+    const { tasks, to } = flight;
+    to.metrics.forward(elapsedMs);
+    to.landed(flight, elapsedMs);
+    if (result.error !== undefined) {
+      this.#unexpected(to, result.error.stack, tasks[0]);
+      const error = errorFromWire(result.error);
+      for (const task of tasks) if (!task.settled) to.failed(task, error);
+      return;
+    }
+    const results = result.results!;
+    for (let i = 0; i < tasks.length; i++) {
+      const task = tasks[i]!;
+      const item = results[i]!;
+      if (task.settled) continue;
+      if (item.ok) {
+        to.succeeded(task, item, contentType);
+      } else {
+        this.#unexpected(to, item.error.stack, task);
+        to.failed(task, errorFromWire(item.error));
+      }
+    }
+  }
+
+  // Unexpected exceptions reach the log with their stack; the client only sees a generic 500.
+  #unexpected(to: Delivery, stack: string | undefined, task: Task | undefined): void {
+    if (stack !== undefined) this.#log.error({ ...to.logFields, requestId: task?.meta.requestId, err: stack }, "forward failed");
+  }
+}

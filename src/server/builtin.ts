@@ -1,0 +1,67 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ShoalError } from "../errors.js";
+import type { Metrics } from "../metrics/registry.js";
+import { sendError, sendJson, sendPage } from "./answers.js";
+import type { ApiDocs } from "./docs.js";
+
+const GET_ONLY = "GET, HEAD";
+
+/** What the HTTP front asks the server about its health. */
+export interface Health {
+  /** Why the server is not ready, or undefined when it is. */
+  notReady(): string | undefined;
+}
+
+/** What the built-in paths show. */
+export interface BuiltinState {
+  readonly metrics: Metrics;
+  readonly docs: ApiDocs;
+  readonly health: Health;
+  readonly draining: boolean;
+}
+
+/**
+ * Answers the server's own GET paths: `/`, `/healthz`, `/readyz`, `/metrics` and the API docs.
+ * Any other path is a 404.
+ */
+export function serveBuiltin(path: string, req: IncomingMessage, res: ServerResponse, requestId: string, front: BuiltinState): void {
+  const { metrics, docs } = front;
+  const known = path === "/" || path === "/healthz" || path === "/readyz" || path === "/metrics" || docs.serves(path);
+  if (!known) {
+    sendError(res, requestId, new ShoalError("NOT_FOUND", path));
+    return;
+  }
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    sendError(res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use GET`), { allow: GET_ONLY });
+    return;
+  }
+  if (path === "/metrics") {
+    metrics.text().then(
+      (text) => {
+        res.writeHead(200, { "content-type": metrics.contentType, "content-length": Buffer.byteLength(text), "x-request-id": requestId });
+        res.end(text);
+      },
+      (err: Error) => sendError(res, requestId, new ShoalError("SERVER", `metrics: ${err.message}`)),
+    );
+    return;
+  }
+  if (docs.serves(path)) {
+    docs.page(path).then(
+      (page) => sendPage(res, requestId, page),
+      (err: ShoalError) => sendError(res, requestId, err),
+    );
+    return;
+  }
+  if (path === "/healthz") {
+    // Answering at all shows the event loop turns; the process has nothing else to check.
+    sendJson(res, requestId, 200, { live: true });
+    return;
+  }
+  const reason = front.draining ? "shutting down" : front.health.notReady();
+  if (path === "/") {
+    if (front.draining) sendError(res, requestId, new ShoalError("SHUTTING_DOWN", "the server is shutting down"));
+    else sendJson(res, requestId, 200, { status: "serving" });
+    return;
+  }
+  sendJson(res, requestId, reason === undefined ? 200 : 503, reason === undefined ? { ready: true } : { ready: false, reason });
+}
