@@ -1,13 +1,14 @@
-import { ShoalError, errorFromWire } from "../errors.js";
+import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/registry.js";
 import { Dispatcher, type Chooser, type Flight, type IdleWorkers } from "../scheduling/dispatcher.js";
 import type { Task } from "../scheduling/task.js";
 import type { ChannelFactory } from "../workers/channel.js";
 import type { RequestLimits } from "../workers/messages.js";
-import type { Pool, WorkerNews } from "../workers/pool.js";
+import type { Pool } from "../workers/pool.js";
 import { Instance, ModelVersion, type Hosting } from "./model-version.js";
-import { makeRoom, pickWorker, placeReplicas, type WorkerLoad } from "./placement.js";
+import { pickWorker } from "./placement.js";
+import { Replicas } from "./replicas.js";
 import type { ModelSpec } from "./repository.js";
 
 /** What the shared pool needs from the server around it. */
@@ -39,9 +40,7 @@ export class ModelPool implements Hosting, Chooser {
   readonly #options: ModelPoolOptions;
   readonly #log: Logger;
   readonly #versions = new Map<string, ModelVersion>();
-  readonly #instances = new Map<string, Instance>();
-  /** The instances each worker holds or is loading. */
-  readonly #hosted = new Map<number, Set<Instance>>();
+  readonly #replicas: Replicas;
   /** Where the round of model versions offered to free workers starts next: each gets its turn. */
   #turn = 0;
   #generation = 0;
@@ -72,10 +71,14 @@ export class ModelPool implements Hosting, Chooser {
         onWorkerUp: () => {
           if (this.#started) this.#reconcile();
         },
-        onWorkerGone: (workerId) => this.#workerGone(workerId),
-        onNews: (workerId, news) => this.#news(workerId, news),
+        onWorkerGone: (workerId) => this.#replicas.workerGone(workerId),
+        onNews: (workerId, news) => {
+          if (news.kind !== "metrics") this.#replicas.loadReply(workerId, news);
+          else for (const model of this.#versions.values()) if (model.label === news.model) model.metrics.workerReport(workerId, news.metrics);
+        },
       },
     );
+    this.#replicas = new Replicas(this.pool, options, this.#log, () => this.#versions.values(), (instance) => this.#settled(instance));
   }
 
   /** The pool's workers. */
@@ -147,8 +150,8 @@ export class ModelPool implements Hosting, Chooser {
     this.pump();
     await model.drained();
     const why = "it was unloaded before it finished loading";
-    this.#drop(model.current, why);
-    this.#drop(model.next, why);
+    this.#replicas.drop(model.current, why);
+    this.#replicas.drop(model.next, why);
     model.current = model.next = undefined;
     model.state = "unloaded";
     model.reason = "unloaded";
@@ -199,7 +202,7 @@ export class ModelPool implements Hosting, Chooser {
       const model = versions[at]!;
       if (!model.serving || model.queue.queued === 0) continue;
       const instance = model.current!;
-      const workerId = pickWorker(instance.workers, free, (w) => this.#othersWaiting(w, instance));
+      const workerId = pickWorker(instance.workers, free, (w) => this.#replicas.othersWaiting(w, instance));
       if (workerId === undefined) continue;
       const tasks = model.queue.next();
       if (tasks === undefined) continue;
@@ -218,62 +221,24 @@ export class ModelPool implements Hosting, Chooser {
     this.#retire(instance.model, instance);
   }
 
-  #workerGone(workerId: number): void {
-    const lost = this.#hosted.get(workerId) ?? new Set();
-    this.#hosted.delete(workerId);
-    for (const instance of lost) {
-      instance.workers.delete(workerId);
-      instance.metrics.workerReport(workerId, undefined);
-      const model = instance.model;
-      if (instance === model.current && instance.workers.size === 0 && model.state === "ready") {
-        // Its requests wait in its queue while the replacement loads it.
-        model.state = "loading";
-        model.reason = "its workers died; loading it on their replacements";
-      }
-      if (instance.pending.delete(workerId)) {
-        instance.failure ??= new ShoalError("NOT_READY", "the worker died while loading it");
-        if (instance.pending.size === 0) this.#settled(instance);
-      }
-    }
-    this.#log.warn({ worker: workerId, models: [...lost].map((i) => i.model.label) }, "a worker of the shared pool died; its models load again on its replacement");
-  }
 
-  // A model host's answer to a load, or the metrics of one model's Worker.
-  #news(workerId: number, news: WorkerNews): void {
-    if (news.kind === "metrics") {
-      this.#versionOf(news.model)?.metrics.workerReport(workerId, news.metrics);
-      return;
-    }
-    const instance = this.#instances.get(news.model);
-    if (instance === undefined || !instance.pending.delete(workerId)) return;
-    if (news.kind === "loaded") {
-      instance.workers.add(workerId);
-      instance.metadata = { platform: news.platform, inputs: news.inputs, outputs: news.outputs };
-      this.#log.debug({ model: instance.model.label, worker: workerId }, "model replica loaded");
-    } else {
-      this.#hosted.get(workerId)?.delete(instance);
-      instance.failure = errorFromWire(news.error);
-      this.#log.error({ model: instance.model.label, worker: workerId, err: news.error.stack ?? news.error.message }, "model failed to load");
-    }
-    if (instance.pending.size === 0) this.#settled(instance);
-  }
 
   // Loads a version that is not loaded, or reloads one that is; resolves with the load's outcome.
   #load(model: ModelVersion): Promise<ShoalError | undefined> {
     const instance = new Instance(`${model.spec.name}:${model.spec.version}#${++this.#generation}`, model, this);
-    this.#instances.set(instance.key, instance);
+    this.#replicas.add(instance);
     const why = "a newer load replaced this one";
     const reload = model.current !== undefined && model.state === "ready";
     if (reload) {
-      this.#drop(model.next, why);
+      this.#replicas.drop(model.next, why);
       model.next = instance;
     } else {
-      this.#drop(model.current, why);
+      this.#replicas.drop(model.current, why);
       model.current = instance;
       model.state = "loading";
       model.reason = "loading";
     }
-    this.#place(instance);
+    this.#replicas.place(instance);
     if (instance.pending.size === 0) this.#settled(instance);
     return instance.settled;
   }
@@ -291,38 +256,6 @@ export class ModelPool implements Hosting, Chooser {
     return model;
   }
 
-  // Loads `instance` on as many more workers as its model's replicas ask, choosing the workers
-  // that hold the fewest bytes (then the fewest models), evicting idle models to keep within
-  // the memory budget.
-  #place(instance: Instance): void {
-    const { spec } = instance.model;
-    const live = this.pool.liveWorkers();
-    const want = Math.min(spec.replicas, live.length) - instance.workers.size - instance.pending.size;
-    const candidates = live.filter((w) => !instance.workers.has(w) && !instance.pending.has(w)).map((w) => this.#loadOf(w));
-    for (const workerId of placeReplicas(candidates, want)) {
-      if (!this.#makeRoom(spec.costBytes, instance.model)) {
-        instance.noRoom = true;
-        instance.failure = new ShoalError("NOT_READY", `its ${spec.costBytes} bytes do not fit in the pool's memory budget of ${this.#options.memoryBytes} bytes beside the models in use`);
-        break;
-      }
-      instance.pending.add(workerId);
-      this.#hostedOn(workerId).add(instance);
-      this.pool.send(workerId, {
-        kind: "load",
-        model: instance.key,
-        name: spec.name,
-        version: spec.version,
-        runtime: spec.runtime,
-        dir: spec.dir,
-        ...(spec.file === undefined ? {} : { file: spec.file }),
-        maxBatchSize: spec.maxBatchSize,
-        workers: this.#options.workers,
-        parameters: spec.parameters,
-        ...(spec.inputs === undefined ? {} : { inputs: spec.inputs }),
-        ...(spec.outputs === undefined ? {} : { outputs: spec.outputs }),
-      });
-    }
-  }
 
   // No worker is still loading `instance`: it is ready if some worker loaded it. Its waiters
   // learn the outcome once the model's state below is set.
@@ -341,7 +274,7 @@ export class ModelPool implements Hosting, Chooser {
         this.#log.info({ model: model.label, workers: [...instance.workers] }, "model reloaded");
         this.#retire(model, old);
       } else {
-        this.#drop(instance);
+        this.#replicas.drop(instance);
         model.next = undefined;
       }
     } else if (instance === model.current && model.state === "loading") {
@@ -352,7 +285,7 @@ export class ModelPool implements Hosting, Chooser {
         this.#log.info({ model: model.label, workers: [...instance.workers], costBytes: model.spec.costBytes }, "model loaded");
       } else if (instance.noRoom && model.spec.costBytes <= this.#options.memoryBytes) {
         // Room may be made later, when other models are idle: its next request tries again.
-        this.#drop(instance);
+        this.#replicas.drop(instance);
         model.current = undefined;
         model.state = "evicted";
         model.reason = `waiting for room: ${instance.failure!.message}`;
@@ -365,31 +298,13 @@ export class ModelPool implements Hosting, Chooser {
     this.pump();
   }
 
-  // Evicts the least recently used idle models until `bytes` more fit in the budget. False if
-  // they cannot.
-  #makeRoom(bytes: number, forModel: ModelVersion): boolean {
-    let used = 0;
-    for (const instances of this.#hosted.values()) for (const i of instances) used += i.model.spec.costBytes;
-    const idle = this.versions()
-      .filter((m) => m !== forModel && m.state === "ready" && m.queue.queued === 0 && m.current!.inFlight === 0 && m.next === undefined)
-      .map((model) => ({ model, bytes: model.spec.costBytes * model.current!.workers.size, lastUsed: model.lastUsed }));
-    const room = makeRoom(used, bytes, this.#options.memoryBytes, idle);
-    for (const model of room.evict) {
-      this.#drop(model.current);
-      model.current = undefined;
-      model.state = "evicted";
-      model.reason = "evicted to make room; loads again on its next request";
-      this.#log.info({ model: model.label, forModel: forModel.label }, "model evicted");
-    }
-    return room.fits;
-  }
 
   // Brings every model that should be loaded back to its replicas (after a worker came back).
   #reconcile(): void {
     for (const model of this.#versions.values()) {
       const instance = model.current;
       if (instance === undefined || !(model.state === "ready" || model.state === "loading")) continue;
-      this.#place(instance);
+      this.#replicas.place(instance);
       // Nothing placed and nothing loaded: it does not fit the budget.
       if (instance.pending.size === 0 && instance.workers.size === 0 && instance.noRoom) this.#settled(instance);
     }
@@ -398,52 +313,16 @@ export class ModelPool implements Hosting, Chooser {
   // An old instance leaves once its last batch is back. A model that had no room has requests
   // waiting: a model may be idle now, so it tries again.
   #retire(model: ModelVersion, instance: Instance): void {
-    if (instance !== model.current && instance !== model.next && instance.inFlight === 0) this.#drop(instance);
+    if (instance !== model.current && instance !== model.next && instance.inFlight === 0) this.#replicas.drop(instance);
     model.checkDrained();
     for (const waiting of this.#versions.values()) if (waiting.state === "evicted" && waiting.queue.queued > 0) void this.#load(waiting);
     this.pump();
   }
 
-  // Unloads an instance from its workers and forgets it. If its load was still under way, its
-  // waiters are answered 409 with `why`.
-  #drop(instance: Instance | undefined, why = "its load was cancelled"): void {
-    if (instance === undefined) return;
-    instance.done(new ShoalError("CONFLICT", `model ${instance.model.label}: ${why}`));
-    if (!this.#instances.delete(instance.key)) return;
-    for (const workerId of [...instance.workers, ...instance.pending]) {
-      this.#hosted.get(workerId)?.delete(instance);
-      this.pool.send(workerId, { kind: "unload", model: instance.key });
-      instance.metrics.workerReport(workerId, undefined);
-    }
-    instance.workers.clear();
-    instance.pending.clear();
-  }
 
-  // Requests queued for the models a worker holds besides `instance`'s.
-  #othersWaiting(workerId: number, instance: Instance): number {
-    let waiting = 0;
-    for (const other of this.#hostedOn(workerId)) if (other !== instance) waiting += other.model.queue.queued;
-    return waiting;
-  }
 
-  #loadOf(workerId: number): WorkerLoad {
-    let bytes = 0;
-    const hosted = this.#hostedOn(workerId);
-    for (const instance of hosted) bytes += instance.model.spec.costBytes;
-    return { workerId, bytes, models: hosted.size };
-  }
 
-  #hostedOn(workerId: number): Set<Instance> {
-    let set = this.#hosted.get(workerId);
-    if (set === undefined) this.#hosted.set(workerId, (set = new Set()));
-    return set;
-  }
 
-  // The version a model host's label (`name` or `name/version`) names.
-  #versionOf(label: string): ModelVersion | undefined {
-    for (const model of this.#versions.values()) if (model.label === label) return model;
-    return undefined;
-  }
 }
 
 // Whether two specs load the same thing (they come from the same code, in the same key order).
