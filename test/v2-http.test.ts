@@ -263,6 +263,10 @@ describe("V2 REST endpoints", () => {
     }
     assert.match(text, /^upper_words_total\{model="upper",worker="\d"\} [1-9]/m);
     assert.match(text, /^shoal_stage_batch_size_count\{model="mlp\/2"\} [1-9]/m);
+    // Model queues show beside the stages': their depth (nothing waits now) and the workers that hold them.
+    assert.match(text, /^shoal_stage_queue_depth\{model="mlp\/2"\} 0$/m);
+    assert.match(text, /^shoal_stage_live_workers\{model="mlp\/2"\} [1-9]$/m);
+    assert.match(text, /^shoal_stage_queue_wait_seconds_count\{model="upper"\} [1-9]/m);
   });
 
   test("the log names the broken settings file and field, and the other models loaded", () => {
