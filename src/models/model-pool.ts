@@ -71,6 +71,7 @@ export class ModelPool implements Hosting, Chooser {
         onWorkerUp: () => {
           if (this.#started) this.#reconcile();
         },
+        onWorkerFree: () => this.pump(),
         onWorkerGone: (workerId) => this.#replicas.workerGone(workerId),
         onNews: (workerId, news) => {
           if (news.kind !== "metrics") this.#replicas.loadReply(workerId, news);

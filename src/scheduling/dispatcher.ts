@@ -63,12 +63,13 @@ export class Dispatcher {
   readonly #chooser: Chooser;
   readonly #log: Logger;
 
-  constructor(options: PoolOptions, chooser: Chooser, events: WorkerEvents = {}) {
+  /** `events` may take over `onWorkerFree`, to do more than pump (the shared pool checks for drained models). */
+  constructor(options: PoolOptions, chooser: Chooser, events: WorkerEvents & { onWorkerFree?(workerId: number): void } = {}) {
     this.#chooser = chooser;
     this.#log = options.logger;
     this.pool = new Pool<Flight>(options, {
-      ...events,
       onWorkerFree: () => this.pump(),
+      ...events,
       onBatchDone: (flight, result, contentType, elapsedMs) => this.#done(flight, result, contentType, elapsedMs),
       onBatchLost: (flight, error) => {
         flight.to.landed(flight, undefined);
