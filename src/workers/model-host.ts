@@ -1,5 +1,5 @@
 import { ClientError, errorToWire, type WireError } from "../errors.js";
-import type { ModelInput, ModelOutput, ModelWorker } from "../models/model-worker.js";
+import type { ModelInput, ModelOutput, ModelWorker } from "../model-worker.js";
 import type { TensorMetadata } from "../models/settings.js";
 import { checkDeclaredInputs } from "../models/v2/declared.js";
 import { decodeInferenceRequest, encodeInferenceResponse, fromOnnxType, toOnnxType } from "../models/v2/index.js";
@@ -9,7 +9,7 @@ import { isDynamic, type TensorSpec } from "../runtimes/tensor.js";
 import type { WorkerClass } from "../worker.js";
 import type { BatchItem, BatchMessage, FromWorker, ItemResult, LoadMessage, RequestLimits, ResultMessage, ToWorker } from "./messages.js";
 import { importServerModule } from "./module-loader.js";
-import { WorkerRuntime } from "./runtime.js";
+import { BatchRunner } from "./batch-runner.js";
 import { transferablesOf } from "./transfer.js";
 
 /** What a model host sends back for one message. */
@@ -29,7 +29,7 @@ interface Adapter {
 interface Loaded {
   name: string;
   version: string;
-  runtime: WorkerRuntime;
+  runtime: BatchRunner;
   adapter: Adapter;
 }
 
@@ -38,7 +38,7 @@ const HEADER_LENGTH = "inference-header-content-length";
 /**
  * The worker side of the shared pool: loads and unloads model instances on the coordinator's
  * word, and runs each batch on the instance it names as decode (V2 request bytes) → the model's
- * Worker → encode (V2 response bytes). Each instance is a {@link WorkerRuntime} of its own, so
+ * Worker → encode (V2 response bytes). Each instance is a {@link BatchRunner} of its own, so
  * it batches, warms up and fails per item exactly as a stage's Worker does.
  */
 export class ModelHost {
@@ -76,7 +76,7 @@ export class ModelHost {
       const { cls, adapter } = message.runtime === "onnx" ? onnxModel(message) : await moduleModel(message);
       // The Worker's own metrics are labelled with its model, which shares the worker with others.
       const label = message.version === "" ? message.name : `${message.name}/${message.version}`;
-      const runtime = await WorkerRuntime.start(cls, boot, (m) => this.send(m.kind === "metrics" ? { ...m, model: label } : m));
+      const runtime = await BatchRunner.start(cls, boot, (m) => this.send(m.kind === "metrics" ? { ...m, model: label } : m));
       const ready = adapter(runtime.worker);
       if (this.#cancelled.delete(message.model)) {
         runtime.stop();

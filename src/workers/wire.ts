@@ -1,6 +1,6 @@
 /**
  * The frame format of process workers, in one module for both ends: the coordinator
- * (process-channel.ts) and the worker (process-entry.ts). `docs/protocol.md` describes it for a
+ * (process-channel.ts) and the worker (process-main.ts). `docs/protocol.md` describes it for a
  * worker written in any language, and `test/vectors/protocol.json` holds frames to check an
  * implementation against, byte for byte.
  *

@@ -15,7 +15,7 @@ export interface Outgoing {
  * The worker side of a stage, whatever the channel: builds the user's Worker, then runs each
  * batch as decode (first stage) → forward → encode (last stage), keeping failures per item.
  */
-export class WorkerRuntime {
+export class BatchRunner {
   // What the Worker class declares: item schemas, and whether forward() always takes arrays.
   readonly #input: Schema | undefined;
   readonly #output: Schema | undefined;
@@ -38,7 +38,7 @@ export class WorkerRuntime {
    * Constructs the Worker, gives it its identity and log, runs its `init()` and its warm-up
    * examples, and starts reporting its metrics through `send`.
    */
-  static async start(cls: WorkerClass, boot: StageBoot, send: (message: FromWorker) => void): Promise<WorkerRuntime> {
+  static async start(cls: WorkerClass, boot: StageBoot, send: (message: FromWorker) => void): Promise<BatchRunner> {
     const worker = new cls();
     worker.workerId = boot.workerId;
     worker.stage = boot.stageName;
@@ -47,10 +47,10 @@ export class WorkerRuntime {
     worker.limits = boot.limits;
     worker.log = logTo(send);
     await worker.init();
-    const runtime = new WorkerRuntime(worker, boot);
-    await runtime.#warmUp();
-    runtime.#reportMetrics(send);
-    return runtime;
+    const runner = new BatchRunner(worker, boot);
+    await runner.#warmUp();
+    runner.#reportMetrics(send);
+    return runner;
   }
 
   /**
@@ -115,7 +115,7 @@ export class WorkerRuntime {
     }, REPORT_INTERVAL_MS).unref();
   }
 
-  /** Stops reporting the Worker's metrics, when the runtime is dropped (a model unloaded). */
+  /** Stops reporting the Worker's metrics, when the runner is dropped (a model unloaded). */
   stop(): void {
     clearInterval(this.#metricsTimer);
   }
