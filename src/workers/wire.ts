@@ -156,7 +156,9 @@ function toMessage(kind: WireMessage["kind"], flags: number, seq: number, fields
   const where = `${kind} frame`;
   switch (kind) {
     case "boot":
-      expect(fields, where, { moduleUrl: "string", stageIndex: "number", stageName: "string", className: "string", workerId: "number", maxBatchSize: "number" });
+      // A model host's boot holds only what every worker is told.
+      if (fields.host === true) expect(fields, where, { workerId: "number" });
+      else expect(fields, where, { moduleUrl: "string", stageIndex: "number", stageName: "string", className: "string", workerId: "number", maxBatchSize: "number" });
       return { ...fields, kind } as BootMessage;
     case "batch":
       for (const item of listOf(fields.items, `${where}: items`)) expect(mapOf(item, `${where}: an item`), `${where}: an item`, { ingress: "boolean", egress: "boolean", meta: "object" });
