@@ -1,8 +1,8 @@
 import { errorToWire } from "../errors.js";
+import { BatchRunner } from "./batch-runner.js";
 import { enterWorkerContext } from "./context.js";
 import type { FromWorker, HostBoot, StageBoot, ToWorker, WorkerBoot } from "./messages.js";
 import { importServerModule } from "./module-loader.js";
-import { BatchRunner } from "./batch-runner.js";
 
 /** How a worker talks to its coordinator: a thread's MessagePort or a process's socket. */
 export interface WorkerLink {
@@ -15,9 +15,9 @@ export interface WorkerLink {
 }
 
 /**
- * The worker side of a stage, whatever the link: imports the server's module to find its
- * Worker class, starts it, reports ready (or fatal, and exits), then runs batches from the
- * coordinator one at a time, until it is told to stop.
+ * A worker's main loop, whatever the link. A stage's worker imports the server's module to find
+ * its Worker class, starts it, reports ready (or fatal, and exits), then runs batches from the
+ * coordinator, until it is told to stop; a worker of the shared model pool hosts models instead.
  */
 export async function serveWorker(boot: WorkerBoot, link: WorkerLink): Promise<void> {
   const work = new Work(link);
