@@ -135,6 +135,16 @@ export abstract class Worker {
   responseType(_meta?: RequestMeta): string {
     return this.contentType;
   }
+
+  /**
+   * Response headers of its own for one request, beside its content-type: a model served with
+   * the V2 protocol gives a binary response's `inference-header-content-length` here. A stage's
+   * responses do not carry them.
+   * @internal
+   */
+  responseHeaders(_meta?: RequestMeta): Record<string, string> | undefined {
+    return undefined;
+  }
 }
 
 /** A class that builds a {@link Worker}, with its static declarations. */

@@ -91,6 +91,12 @@ describe("protocol test vectors", () => {
     for (const v of vectors) assert.equal((v.header.flags & FLAG.ERROR) !== 0, v.message.kind === "result" && v.message.error !== undefined, v.name);
   });
 
+  test("a model host's boot holds only what every worker is told", () => {
+    const boot: WireMessage = { kind: "boot", host: true, workerId: 2, num: 3, limits: { maxTensorElements: 10, maxBytesElements: 5 } };
+    assert.deepEqual(decodeFrame(encodeFrame(boot)), boot);
+    assert.throws(() => decodeFrame(encodeFrame({ kind: "boot", host: true } as WireMessage)), /boot frame: 'workerId' must be a number/);
+  });
+
   test("sequence numbers wrap at 2^32 on the wire", () => {
     const frame = encodeFrame({ kind: "batch", seq: 2 ** 32 + 5, items: [] });
     assert.equal(new DataView(frame.buffer, frame.byteOffset).getUint32(OFFSET.seq, true), 5);

@@ -121,7 +121,7 @@ function metricSum(text: string, name: string): number {
 function workerPids(serverPid: number): number[] {
   return descendants(serverPid).filter((p) => {
     try {
-      return readFileSync(`/proc/${p}/cmdline`, "utf8").includes("process-entry");
+      return readFileSync(`/proc/${p}/cmdline`, "utf8").includes("process-main");
     } catch {
       return false;
     }

@@ -10,7 +10,7 @@ import type { ItemResult, ResultMessage, ToWorker, WorkerBoot } from "./messages
 import { transferablesOf } from "./transfer.js";
 import { FrameDecoder, SOCKET_ENV, encodeFrame, type WireMessage } from "./wire.js";
 
-const ENTRY = fileURLToPath(new URL("./process-entry.js", import.meta.url));
+const ENTRY = fileURLToPath(new URL("./process-main.js", import.meta.url));
 
 /**
  * Runs a worker in a child process and talks to it in the frames of wire.ts over a Unix socket.

@@ -1,7 +1,7 @@
 import { Worker as Thread } from "node:worker_threads";
 import type { ChannelFactory } from "./channel.js";
 
-const ENTRY = new URL("./thread-entry.js", import.meta.url);
+const ENTRY = new URL("./thread-main.js", import.meta.url);
 
 /**
  * Runs a worker in a worker thread and talks to it over its MessagePort. The thread inherits

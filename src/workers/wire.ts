@@ -1,6 +1,6 @@
 /**
  * The frame format of process workers, in one module for both ends: the coordinator
- * (process-channel.ts) and the worker (process-entry.ts). `docs/protocol.md` describes it for a
+ * (process-channel.ts) and the worker (process-main.ts). `docs/protocol.md` describes it for a
  * worker written in any language, and `test/vectors/protocol.json` holds frames to check an
  * implementation against, byte for byte.
  *
@@ -156,6 +156,7 @@ function toMessage(kind: WireMessage["kind"], flags: number, seq: number, fields
   const where = `${kind} frame`;
   switch (kind) {
     case "boot":
+      // A model host's boot holds only what every worker is told.
       if (fields.host === true) expect(fields, where, { workerId: "number", num: "number" });
       else expect(fields, where, { moduleUrl: "string", stageIndex: "number", stageName: "string", className: "string", workerId: "number", maxBatchSize: "number" });
       return { ...fields, kind } as BootMessage;

@@ -3,7 +3,7 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import type { WorkerBoot } from "./messages.js";
-import { serveWorker } from "./serve-worker.js";
+import { serveWorker } from "./worker-main.js";
 
 const port = parentPort!;
 

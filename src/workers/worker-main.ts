@@ -1,8 +1,8 @@
 import { errorToWire } from "../errors.js";
+import { BatchRunner } from "./batch-runner.js";
 import { enterWorkerContext } from "./context.js";
 import type { FromWorker, HostBoot, StageBoot, ToWorker, WorkerBoot } from "./messages.js";
 import { importServerModule } from "./module-loader.js";
-import { WorkerRuntime } from "./runtime.js";
 
 /** How a worker talks to its coordinator: a thread's MessagePort or a process's socket. */
 export interface WorkerLink {
@@ -15,9 +15,9 @@ export interface WorkerLink {
 }
 
 /**
- * The worker side of a stage, whatever the link: imports the server's module to find its
- * Worker class, starts it, reports ready (or fatal, and exits), then runs batches from the
- * coordinator one at a time, until it is told to stop.
+ * A worker's main loop, whatever the link. A stage's worker imports the server's module to find
+ * its Worker class, starts it, reports ready (or fatal, and exits), then runs batches from the
+ * coordinator, until it is told to stop; a worker of the shared model pool hosts models instead.
  */
 export async function serveWorker(boot: WorkerBoot, link: WorkerLink): Promise<void> {
   const work = new Work(link);
@@ -25,9 +25,9 @@ export async function serveWorker(boot: WorkerBoot, link: WorkerLink): Promise<v
     await serveModels(boot, link, work);
     return;
   }
-  let runtime: WorkerRuntime;
+  let runner: BatchRunner;
   try {
-    runtime = await work.track(start(boot, (message) => link.post(message, [])));
+    runner = await work.track(start(boot, (message) => link.post(message, [])));
   } catch (err) {
     link.post({ kind: "fatal", error: errorToWire(err, "SERVER") }, []);
     link.exit(1);
@@ -36,14 +36,14 @@ export async function serveWorker(boot: WorkerBoot, link: WorkerLink): Promise<v
   work.serve(async (batch) => {
     if (batch.kind !== "batch") return;
     try {
-      const { message, transfer } = await runtime.run(batch);
+      const { message, transfer } = await runner.run(batch);
       link.post(message, transfer);
     } catch (err) {
       // A result the link cannot carry (a function, a cycle) fails its batch, not the worker.
       link.post({ kind: "result", seq: batch.seq, error: errorToWire(err, "SERVER") }, []);
     }
   });
-  link.post(runtime.ready, []);
+  link.post(runner.ready, []);
 }
 
 // A worker of the shared model pool: ready at once, then loads, unloads and runs what it is told.
@@ -106,7 +106,7 @@ class Work {
   }
 }
 
-async function start(boot: StageBoot, send: (message: FromWorker) => void): Promise<WorkerRuntime> {
+async function start(boot: StageBoot, send: (message: FromWorker) => void): Promise<BatchRunner> {
   const context = enterWorkerContext(boot);
   await importServerModule(boot.moduleUrl);
   const cls = context.stages[boot.stageIndex];
@@ -117,5 +117,5 @@ async function start(boot: StageBoot, send: (message: FromWorker) => void): Prom
         "call appendWorker() unconditionally, in the same order, at the module's top level",
     );
   }
-  return WorkerRuntime.start(cls, boot, send);
+  return BatchRunner.start(cls, boot, send);
 }

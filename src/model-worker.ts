@@ -1,5 +1,5 @@
-import type { V2Datatype, V2Tensor } from "./v2/types.js";
-import { Worker } from "../worker.js";
+import type { V2Datatype, V2Tensor } from "./models/v2/types.js";
+import { Worker } from "./worker.js";
 
 /** One inference request as a model's `forward()` receives it. */
 export interface ModelInput {

@@ -5,7 +5,7 @@
  */
 import { connect } from "node:net";
 import type { ToWorker } from "./messages.js";
-import { serveWorker, type WorkerLink } from "./serve-worker.js";
+import { serveWorker, type WorkerLink } from "./worker-main.js";
 import { FrameDecoder, ProtocolError, SOCKET_ENV, encodeFrame, type WireMessage } from "./wire.js";
 
 const path = process.env[SOCKET_ENV];

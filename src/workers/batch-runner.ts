@@ -1,4 +1,4 @@
-import { errorToWire, type WireError } from "../errors.js";
+import { errorToWire, type ErrorCode, type WireError } from "../errors.js";
 import { REPORT_INTERVAL_MS } from "../metrics/worker-metrics.js";
 import { parseItem, toJsonSchema, type Schema } from "../schema.js";
 import type { RequestMeta, Worker, WorkerClass, WorkerLog } from "../worker.js";
@@ -12,10 +12,26 @@ export interface Outgoing {
 }
 
 /**
- * The worker side of a stage, whatever the channel: builds the user's Worker, then runs each
- * batch as decode (first stage) → forward → encode (last stage), keeping failures per item.
+ * What a runner answers where a model served with the V2 protocol differs from a stage: the code
+ * of a request that could not be decoded when what was thrown is not a Shoal error, and the
+ * error of an item that `forward()` failed.
  */
-export class WorkerRuntime {
+export interface Failures {
+  /** A stage's is DECODING. */
+  undecodable: ErrorCode;
+  /** A stage answers the error as it is. */
+  failedItem(error: WireError): WireError;
+}
+
+const STAGE_FAILURES: Failures = { undecodable: "DECODING", failedItem: (error) => error };
+
+/**
+ * The worker side of a stage or of a model instance, whatever the channel: builds the user's
+ * Worker, then runs each batch as decode (first stage) → forward → encode (last stage), keeping
+ * failures per item. A model's Worker decodes V2 requests and encodes V2 responses in its own
+ * `decode` and `encode` (see v2-worker.ts).
+ */
+export class BatchRunner<W extends Worker = Worker> {
   // What the Worker class declares: item schemas, and whether forward() always takes arrays.
   readonly #input: Schema | undefined;
   readonly #output: Schema | undefined;
@@ -25,8 +41,9 @@ export class WorkerRuntime {
   #metricsTimer: NodeJS.Timeout | undefined;
 
   private constructor(
-    readonly worker: Worker,
+    readonly worker: W,
     readonly boot: StageBoot,
+    readonly failures: Failures,
   ) {
     const cls = worker.constructor as WorkerClass;
     this.#input = cls.input;
@@ -36,9 +53,10 @@ export class WorkerRuntime {
 
   /**
    * Constructs the Worker, gives it its identity and log, runs its `init()` and its warm-up
-   * examples, and starts reporting its metrics through `send`.
+   * examples, and starts reporting its metrics through `send`. `failures` are a stage's unless
+   * given.
    */
-  static async start(cls: WorkerClass, boot: StageBoot, send: (message: FromWorker) => void): Promise<WorkerRuntime> {
+  static async start<W extends Worker>(cls: new () => W, boot: StageBoot, send: (message: FromWorker) => void, failures = STAGE_FAILURES): Promise<BatchRunner<W>> {
     const worker = new cls();
     worker.workerId = boot.workerId;
     worker.stage = boot.stageName;
@@ -47,10 +65,10 @@ export class WorkerRuntime {
     worker.limits = boot.limits;
     worker.log = logTo(send);
     await worker.init();
-    const runtime = new WorkerRuntime(worker, boot);
-    await runtime.#warmUp();
-    runtime.#reportMetrics(send);
-    return runtime;
+    const runner = new BatchRunner(worker, boot, failures);
+    await runner.#warmUp();
+    runner.#reportMetrics(send);
+    return runner;
   }
 
   /**
@@ -115,7 +133,7 @@ export class WorkerRuntime {
     }, REPORT_INTERVAL_MS).unref();
   }
 
-  /** Stops reporting the Worker's metrics, when the runtime is dropped (a model unloaded). */
+  /** Stops reporting the Worker's metrics, when the runner is dropped (a model unloaded). */
   stop(): void {
     clearInterval(this.#metricsTimer);
   }
@@ -171,7 +189,7 @@ export class WorkerRuntime {
     try {
       return { ok: true, value: this.worker.decode(item.payload as Uint8Array, item.meta) };
     } catch (err) {
-      return { ok: false, error: errorToWire(err, "DECODING") };
+      return { ok: false, error: errorToWire(err, this.failures.undecodable) };
     }
   }
 
@@ -193,7 +211,7 @@ export class WorkerRuntime {
   }
 
   #finish(output: unknown, { egress, meta }: BatchItem, transfer: Set<ArrayBuffer>): ItemResult {
-    if (output instanceof Error) return { ok: false, error: errorToWire(output) };
+    if (output instanceof Error) return { ok: false, error: this.failures.failedItem(errorToWire(output)) };
     if (!egress) {
       const own = transferablesOf(output);
       for (const buffer of own) transfer.add(buffer);
@@ -204,6 +222,8 @@ export class WorkerRuntime {
       const body = exclusive(worker.encode(output, meta));
       if (body.byteLength > 0) transfer.add(body.buffer as ArrayBuffer);
       const contentType = worker.responseType(meta);
+      const headers = worker.responseHeaders(meta);
+      if (headers !== undefined) return { ok: true, value: body, contentType, headers };
       return contentType === worker.contentType ? { ok: true, value: body } : { ok: true, value: body, contentType };
     } catch (err) {
       return { ok: false, error: errorToWire(err, "ENCODING") };

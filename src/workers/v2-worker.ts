@@ -1,0 +1,119 @@
+import { ClientError, type WireError } from "../errors.js";
+import { decodeInferenceRequest, encodeInferenceResponse } from "../models/v2/index.js";
+import type { V2Body, V2InferenceRequest, V2Tensor } from "../models/v2/types.js";
+import type { RequestMeta, Worker } from "../worker.js";
+import type { Failures } from "./batch-runner.js";
+import type { LoadedMessage, LoadMessage } from "./messages.js";
+
+const HEADER_LENGTH = "inference-header-content-length";
+
+/**
+ * How a model's Worker takes V2 requests and gives V2 tensors, by its runtime (ONNX or a
+ * module), and the metadata the coordinator is told of it.
+ */
+export interface Adapter extends Pick<LoadedMessage, "platform" | "inputs" | "outputs"> {
+  /** A decoded request as the Worker's `forward()` takes it. Throws for a request that does not fit the model. */
+  toInput(request: V2InferenceRequest): unknown;
+  /** What the Worker's `forward()` returned for one request, as output tensors. */
+  toTensors(output: unknown): V2Tensor[];
+  /** Releases what the model holds outside the JavaScript heap (an ONNX session). */
+  unload(): void;
+}
+
+/** A model's Worker that speaks V2 ({@link speakingV2} builds its class). */
+export interface V2Worker extends Worker {
+  /** Its runtime's adapter, made once `init()` has run. */
+  readonly adapter: Adapter;
+}
+
+/** A request between the Worker's `decode` and its `encode`, and then its encoded response. */
+interface Exchange {
+  request: V2InferenceRequest;
+  response?: V2Body;
+}
+
+/**
+ * A model's Worker class that speaks V2: `decode` reads a V2 request within the worker's limits
+ * and gives `forward()` what `adapt` makes of it; `encode` writes the V2 response to that request
+ * (the outputs it names, in its order, JSON or binary as it asks), whose content-type and
+ * `inference-header-content-length` go with the item. `fields` are set on each instance before
+ * its `init()` runs; `adapt` is asked for the instance's {@link Adapter} once `init()` has run.
+ */
+export function speakingV2<W extends Worker>(
+  base: new () => W,
+  model: Pick<LoadMessage, "name" | "version">,
+  fields: Partial<W>,
+  adapt: (worker: W) => Adapter,
+): new () => W & V2Worker {
+  // The model's class implements forward(); the cast says so of a class TypeScript knows only as a Worker.
+  const Base = base as new () => Worker & { forward(data: unknown, meta: unknown): unknown };
+  const cls = class extends Base implements V2Worker {
+    #adapter!: Adapter;
+    // Kept by the meta object the runner hands to both, which lives as long as its item.
+    readonly #exchanges = new WeakMap<RequestMeta, Exchange>();
+
+    constructor() {
+      super();
+      Object.assign(this, fields);
+    }
+
+    get adapter(): Adapter {
+      return this.#adapter;
+    }
+
+    override async init(): Promise<void> {
+      await super.init();
+      this.#adapter = adapt(this as unknown as W);
+    }
+
+    // What the coordinator takes a response to be when its item names no content-type.
+    override get contentType(): string {
+      return "application/json";
+    }
+
+    override decode(body: Uint8Array, meta: RequestMeta): unknown {
+      const request = decodeInferenceRequest(body, headerLength(meta), this.limits);
+      const input = this.adapter.toInput(request);
+      this.#exchanges.set(meta, { request });
+      return input;
+    }
+
+    override encode(output: unknown, meta: RequestMeta): Uint8Array {
+      const exchange = this.#exchanges.get(meta)!;
+      const { request } = exchange;
+      const outputs = this.adapter.toTensors(output);
+      const response = { model_name: model.name, outputs, ...(model.version === "" ? {} : { model_version: model.version }), ...(request.id === undefined ? {} : { id: request.id }) };
+      // The codec keeps the outputs the request names, in its order, and refuses unknown names.
+      exchange.response = encodeInferenceResponse(response, request);
+      return exchange.response.body;
+    }
+
+    override responseType(meta: RequestMeta): string {
+      return this.#exchanges.get(meta)?.response?.contentType ?? this.contentType;
+    }
+
+    override responseHeaders(meta: RequestMeta): Record<string, string> | undefined {
+      const length = this.#exchanges.get(meta)?.response?.headerLength;
+      return length === undefined ? undefined : { [HEADER_LENGTH]: String(length) };
+    }
+  };
+  Object.defineProperty(cls, "name", { value: base.name });
+  return cls as unknown as new () => W & V2Worker;
+}
+
+/**
+ * A model's failures as V2 answers them: a request that does not fit the model (a shape, a
+ * missing input) is a 400 where a stage's Worker would say 422, and a request that cannot be
+ * read is a bad request.
+ */
+export const V2_FAILURES: Failures = {
+  undecodable: "BAD_REQUEST",
+  failedItem: (error: WireError) => (error.code === "VALIDATION" ? { ...error, code: "BAD_REQUEST" } : error),
+};
+
+// The codec checks the header's value; a header sent twice is not a length.
+function headerLength(meta: RequestMeta): string | undefined {
+  const value = meta.headers[HEADER_LENGTH];
+  if (Array.isArray(value)) throw new ClientError(`${HEADER_LENGTH} is given ${value.length} times`);
+  return value;
+}
