@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { createServer, type Server as NetServer } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { fixture, post, runToExit, startServer, type Exited } from "./helpers.js";
+import { fixture, post, runToExit, startServer, waitForMetrics, type Exited } from "./helpers.js";
 
 const BASIC = fixture("basic.ts");
 
@@ -133,7 +133,12 @@ describe("life cycle", () => {
   test("SIGTERM lets the request in flight finish, then exits 0", async () => {
     const server = await startServer(BASIC);
     const inFlight = post(`${server.url}/inference`, { sleep: 800 });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Accepted and out of the queue: the worker has it (or has even answered it).
+    await waitForMetrics(
+      server.url,
+      "the request to reach the worker",
+      (read) => (read("shoal_requests_in_flight") ?? 0) + (read("shoal_requests_total", { route: "/inference" }) ?? 0) === 1 && read("shoal_stage_queue_depth", { stage: "Basic_1" }) === 0,
+    );
     const code = await server.stop();
     const reply = await inFlight;
     assert.equal(reply.status, 200, reply.text);

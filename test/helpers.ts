@@ -256,15 +256,51 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Waits until `check` returns a value other than undefined, or fails after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+/** Waits until `check` returns (or resolves to) a value other than undefined, or fails after `timeoutMs`. */
+export async function waitFor<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
-    const value = check();
+    const value = await check();
     if (value !== undefined) return value;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await sleep(20);
   }
+}
+
+/** The value of one sample of the exposition text, or undefined when absent. */
+export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return undefined;
+}
+
+/** The value of one sample of the server's `/metrics` now, or undefined when the series is absent. */
+export async function metric(url: string, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+  return sample((await send(`${url}/metrics`)).text, name, labels);
+}
+
+/** Reads one sample of a scrape: `read(name, labels)`. */
+export type MetricReader = (name: string, labels?: Record<string, string>) => number | undefined;
+
+/**
+ * Waits until `ok` holds of one scrape of the server's `/metrics`: what tests wait on when
+ * requests must have reached a given point (accepted, queued, computed) before the next step.
+ */
+export async function waitForMetrics(url: string, what: string, ok: (read: MetricReader) => boolean, timeoutMs = 10_000): Promise<void> {
+  await waitFor(what, async () => {
+    const text = (await send(`${url}/metrics`)).text;
+    return ok((name, labels) => sample(text, name, labels)) ? true : undefined;
+  }, timeoutMs);
+}
+
+/** Waits until one sample of the server's `/metrics` satisfies `ok`. */
+export function waitForMetric(url: string, name: string, labels: Record<string, string>, ok: (value: number) => boolean, timeoutMs = 10_000): Promise<void> {
+  return waitForMetrics(url, `${name}${JSON.stringify(labels)} to satisfy ${ok.toString()}`, (read) => {
+    const value = read(name, labels);
+    return value !== undefined && ok(value);
+  }, timeoutMs);
 }
 
 /**

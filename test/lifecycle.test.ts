@@ -4,19 +4,9 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { after, describe, it } from "node:test";
-import { fixture, post, RecordFile, runToExit, send, sleep, startServer, type ServerProcess } from "./helpers.js";
+import { fixture, post, RecordFile, runToExit, sample, send, sleep, startServer, waitForMetrics, type ServerProcess } from "./helpers.js";
 
 const LIFE = fixture("lifecycle.ts");
-
-/** The value of one sample of the exposition text, or undefined when absent. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    const ok = Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`));
-    if (ok) return Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return undefined;
-}
 
 async function metrics(server: ServerProcess): Promise<string> {
   const reply = await send(`${server.url}/metrics`);
@@ -103,7 +93,8 @@ describe("graceful drain", () => {
   it("answers every accepted request, refuses new ones with 503, exits 0 and frees the port", async () => {
     const server = await startServer(LIFE, { env: { BATCH: "4" } });
     const accepted = Array.from({ length: 12 }, (_, n) => post(`${server.url}/inference`, { n, sleepMs: 400 }));
-    await sleep(150);
+    // Every one accepted: held, or already answered.
+    await waitForMetrics(server.url, "the 12 requests to be accepted", (read) => (read("shoal_requests_in_flight") ?? 0) + (read("shoal_requests_total", { route: "/inference" }) ?? 0) === 12);
     server.proc.kill("SIGTERM");
     await server.waitForLog((l) => l.msg === "draining");
     const late = await post(`${server.url}/inference`, { n: 99 });

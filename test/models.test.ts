@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { assertError, fixture, post, runToExit, send, sleep, startServer, waitFor, type ServerProcess } from "./helpers.js";
+import { assertError, fixture, post, runToExit, send, sleep, startServer, waitFor, waitForMetric, type ServerProcess } from "./helpers.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
 import { CLI } from "./onnx-helpers.js";
 
@@ -70,7 +70,8 @@ describe("the shared pool", () => {
 
   test("unload drains the model's requests first; then it is 404 until loaded again", async () => {
     const slow = scale(url, "single", { sleepMs: 400 });
-    await sleep(50);
+    // Accepted before the unload: queued for the model or on its worker.
+    await waitForMetric(url, "shoal_requests_in_flight", {}, (n) => n === 1);
     const unload = await post(`${url}/v2/repository/models/single/unload`, "");
     assert.equal(unload.status, 200, unload.text);
     const answered = await slow;
@@ -94,13 +95,17 @@ describe("the shared pool", () => {
         results.push(reply.status === 200 ? reply.json.outputs[0].data[0] : -reply.status);
       }
     });
-    await sleep(200);
-    repo.module("batched", "scale.ts", { maxBatchSize: 2, maxWaitMs: 100, parameters: { factor: 5 } });
-    const reload = await post(`${url}/v2/repository/models/batched/load`, "");
-    assert.equal(reload.status, 200, reload.text);
-    await sleep(300);
-    stop = true;
-    await Promise.all(clients);
+    try {
+      // Some answers from the old instance, then some from the new one, under the same load.
+      await waitFor("answers before the reload", () => (results.length >= 8 ? true : undefined), 20_000);
+      repo.module("batched", "scale.ts", { maxBatchSize: 2, maxWaitMs: 100, parameters: { factor: 5 } });
+      const reload = await post(`${url}/v2/repository/models/batched/load`, "");
+      assert.equal(reload.status, 200, reload.text);
+      await waitFor("answers from the new instance", () => (results.filter((v) => v === 5).length >= 8 ? true : undefined), 20_000);
+    } finally {
+      stop = true;
+      await Promise.all(clients);
+    }
     assert.ok(results.length > 10, `only ${results.length} requests`);
     assert.deepEqual(results.filter((v) => v !== 2 && v !== 5), [], "every request succeeded");
     assert.equal(results.at(-1), 5, "the new instance serves after the reload");
@@ -114,7 +119,7 @@ describe("the shared pool", () => {
   test("readiness is false while a model loads, for the server and for the model", async () => {
     repo.module("slow", "scale.ts", { parameters: { initMs: 1500 } });
     const load = post(`${url}/v2/repository/models/slow/load`, "");
-    await sleep(300);
+    await waitFor("the load to start", async () => ((await send(`${url}/v2/health/ready`)).status === 200 ? undefined : true));
     assertError(await send(`${url}/v2/health/ready`), 503, "service unavailable: loading slow");
     assertError(await send(`${url}/v2/models/slow/ready`), 503, /service unavailable: model slow is not ready: loading/);
     assert.equal((await send(`${url}/readyz`)).status, 503);

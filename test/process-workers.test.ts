@@ -6,7 +6,7 @@ import type { Channel, ChannelFactory } from "../dist/workers/channel.js";
 import type { FromWorker, WorkerBoot } from "../dist/workers/messages.js";
 import { processChannel } from "../dist/workers/process-channel.js";
 import { threadChannel } from "../dist/workers/thread-channel.js";
-import { assertError, fixture, post, processAlive, runToExit, sleep, startServer, waitFor, type Reply, type ServerProcess } from "./helpers.js";
+import { assertError, fixture, post, processAlive, runToExit, startServer, waitFor, waitForMetric, type Reply, type ServerProcess } from "./helpers.js";
 
 // Sum of k / 2 for k in 0..n-1.
 const sumTo = (n: number) => (n * (n - 1)) / 4;
@@ -161,7 +161,6 @@ describe("process workers next to thread workers", () => {
 
 describe("a process worker killed with SIGKILL under load", () => {
   let server: ServerProcess;
-  let victim = 0;
   // The server's --timeout: every request must be answered before it, plus a margin for the test's own clock.
   const timeoutMs = 3000;
   before(async () => {
@@ -177,12 +176,19 @@ describe("a process worker killed with SIGKILL under load", () => {
     return pids;
   }
 
-  test("every request gets one answer in time: 200, or 500 for the batch the dead worker had", async () => {
-    victim = (await pidsByWorker()).get(1)!;
+  // Kills the process of worker `workerId` while both workers hold a batch; resolves with its pid and every answer of the load.
+  async function killUnderLoad(workerId: number): Promise<{ victim: number; replies: Reply[] }> {
+    const victim = (await pidsByWorker()).get(workerId)!;
+    assert.ok(victim > 0, `worker ${workerId} answered with its pid`);
     const load = Array.from({ length: 40 }, () => post(`${server.url}/slow`, {}));
-    await sleep(300);
+    // A free worker takes a full batch (4) at once: with that many queued, both workers are busy.
+    await waitForMetric(server.url, "shoal_stage_queue_depth", { stage: "Slow_1" }, (n) => n >= 4);
     process.kill(victim, "SIGKILL");
-    const replies: Reply[] = await Promise.all(load);
+    return { victim, replies: await Promise.all(load) };
+  }
+
+  test("every request gets one answer in time: 200, or 500 for the batch the dead worker had", async () => {
+    const { replies } = await killUnderLoad(1);
 
     const failed = replies.filter((r) => r.status !== 200);
     for (const reply of failed) assertError(reply, 500, "worker died: the worker running this request died");
@@ -196,10 +202,13 @@ describe("a process worker killed with SIGKILL under load", () => {
   });
 
   test("the stage serves again, with a new process in place of the dead one", async () => {
-    assert.ok(victim > 0, "runs after the kill");
+    // A kill of its own (worker 2; the test above kills worker 1), so that this test holds alone.
+    const { victim } = await killUnderLoad(2);
+    await server.waitForLog((l) => l.msg === "worker died; replacing it" && l.worker === 2);
     assert.ok(!processAlive(victim));
+    await waitForMetric(server.url, "shoal_stage_live_workers", { stage: "Slow_1" }, (n) => n === 2, 30_000);
     const pids = await pidsByWorker();
-    assert.notEqual(pids.get(1), victim);
+    assert.notEqual(pids.get(2), victim);
     assert.ok([...pids.values()].every(processAlive));
     for (const reply of await Promise.all(Array.from({ length: 8 }, () => post(`${server.url}/slow`, {})))) assert.equal(reply.status, 200, reply.text);
   });

@@ -6,26 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { after, afterEach, beforeEach, describe, test } from "node:test";
-import { assertError, fixture, post, RecordFile, send, startServer, waitFor, type Reply, type ServerProcess } from "./helpers.js";
+import { assertError, fixture, metric, post, RecordFile, sample, send, startServer, waitFor, type Reply, type ServerProcess } from "./helpers.js";
 
 const STARTUP = fixture("startup.ts");
 
-/** The value of one sample in the exposition text, or undefined when absent. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return undefined;
-}
-
-async function inFlight(server: ServerProcess): Promise<number | undefined> {
-  return sample((await send(`${server.url}/metrics`)).text, "shoal_requests_in_flight");
-}
-
 /** Resolves once the server holds `n` accepted requests. */
 async function accepted(server: ServerProcess, n: number): Promise<void> {
-  for (const end = Date.now() + 10_000; (await inFlight(server)) !== n; ) {
+  for (const end = Date.now() + 10_000; (await metric(server.url, "shoal_requests_in_flight")) !== n; ) {
     if (Date.now() > end) throw new Error(`the server never held ${n} requests\n${server.describe()}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

@@ -1,7 +1,7 @@
 /** Deadlines, forward timeouts and clients that hang up. */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { RecordFile, assertError, fixture, post, rawRequest, sleep, startServer, waitFor, type ServerProcess } from "./helpers.js";
+import { RecordFile, assertError, fixture, post, rawRequest, sleep, startServer, waitFor, waitForMetric, type ServerProcess } from "./helpers.js";
 
 describe("the request deadline (--timeout 500)", () => {
   let server: ServerProcess;
@@ -41,7 +41,7 @@ describe("the request deadline (--timeout 500)", () => {
       assert.ok(reply.elapsedMs < 1100, `answered after ${reply.elapsedMs} ms`);
     }
     // Once the first forward() has finished, the stage serves the next request.
-    await sleep(1200);
+    await waitForMetric(server.url, "shoal_stage_forward_duration_seconds_count", { stage: "Patient_3" }, (n) => n >= 1);
     const next = await post(`${server.url}/patient`, {}, { "x-request-id": "late-next" });
     assert.equal(next.status, 200, next.text);
     const seen = calls.lines().filter((l) => l.startsWith("late-"));
@@ -83,16 +83,13 @@ describe("forward timeouts and disconnected clients (--timeout 8000)", () => {
     );
     // With --capacity 3 the queue is now full, which shows that those three were accepted and
     // queued: a probe is refused.
-    await sleep(300);
+    await waitForMetric(server.url, "shoal_stage_queue_depth", { stage: "Sleeper_1" }, (n) => n === 3);
     const probe = await post(`${server.url}/sleep`, {}, { "x-request-id": "q-probe" });
     assertError(probe, 429, "too many requests: the queue of stage Sleeper_1 is full");
     for (const { req } of gone) req.destroy();
     // Their slots free up as the server notices the hang-ups.
-    let marker = await post(`${server.url}/sleep`, {}, { "x-request-id": "q-marker" });
-    for (let attempt = 0; attempt < 20 && marker.status === 429; attempt++) {
-      await sleep(50);
-      marker = await post(`${server.url}/sleep`, {}, { "x-request-id": "q-marker" });
-    }
+    await waitForMetric(server.url, "shoal_stage_queue_depth", { stage: "Sleeper_1" }, (n) => n === 0);
+    const marker = await post(`${server.url}/sleep`, {}, { "x-request-id": "q-marker" });
     assert.equal(marker.status, 200, marker.text);
     assert.equal((await busy).status, 200);
     const seen = calls.lines().filter((l) => l.startsWith("q-"));

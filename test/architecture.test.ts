@@ -1,0 +1,174 @@
+/**
+ * The shape of src/, read from the source text: the folders form layers that import downward
+ * only (type imports included), no two folders import each other even through others, and no
+ * file grows past what one reads at a sitting.
+ */
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, posix, relative, sep } from "node:path";
+import { describe, test } from "node:test";
+import ts from "typescript";
+import { ROOT } from "./helpers.js";
+
+const SRC = join(ROOT, "src");
+
+/**
+ * The layers, top first. An entry ending in "/" is a folder of src/ and everything under it;
+ * any other is a file at the root of src/. A file may import its own unit, a unit of its own
+ * layer, or one below; never one above. A unit listed with no file yet (a folder still to come)
+ * is simply absent; a folder or root file of src/ missing here fails the first test below.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ["cli/", "index.ts"],
+  ["server/"],
+  ["models/"],
+  ["scheduling/"],
+  ["workers/"],
+  ["tensor/", "v2/", "onnx/", "metrics/"],
+  ["errors.ts", "worker.ts", "schema.ts", "codecs.ts", "config.ts", "logger.ts", "typed-worker.ts", "stage-options.ts", "model-worker.ts"],
+];
+
+const MAX_LINES = 350;
+
+/** Paths relative to src/, with "/" whatever the platform. */
+function sourceFiles(dir = SRC): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? sourceFiles(path) : [relative(SRC, path).split(sep).join("/")];
+  });
+}
+
+/** The unit a file of src/ belongs to: its top folder ("server/"), or itself at the root. */
+function unitOf(file: string): string {
+  const slash = file.indexOf("/");
+  return slash < 0 ? file : file.slice(0, slash + 1);
+}
+
+const RANK = new Map(LAYERS.flatMap((units, rank) => units.map((unit) => [unit, rank] as const)));
+
+/** One import of a file of src/ from another: relative specifiers only, `.js` read as the `.ts` it is built from. */
+interface Import {
+  readonly from: string;
+  readonly to: string;
+}
+
+/**
+ * Every relative import of the TypeScript files of src/: static, dynamic, `import type`,
+ * `export … from`. TypeScript's own scanner reads them, so comments and strings do not fool it.
+ */
+function imports(files: readonly string[]): Import[] {
+  return files
+    .filter((file) => file.endsWith(".ts"))
+    .flatMap((from) => {
+      const text = readFileSync(join(SRC, from), "utf8");
+      return ts
+        .preProcessFile(text, true, true)
+        .importedFiles.map((imported) => imported.fileName)
+        .filter((specifier) => specifier.startsWith("."))
+        .map((specifier) => ({ from, to: posix.join(posix.dirname(from), specifier).replace(/\.js$/, ".ts") }));
+    });
+}
+
+function describeImport({ from, to }: Import): string {
+  return `src/${from} → src/${to}`;
+}
+
+/**
+ * The cycles between units: for each import from one unit to another that leads back to it, the
+ * shortest way back. Each cycle is listed once, from its first unit in sort order.
+ */
+function cycles(edges: ReadonlyMap<string, ReadonlySet<string>>): string[][] {
+  const targets = (unit: string) => [...(edges.get(unit) ?? [])].sort();
+  // The shortest path from `from` to `to`, both included, or undefined when there is none.
+  const shortest = (from: string, to: string): string[] | undefined => {
+    const previous = new Map<string, string>([[from, from]]);
+    for (const queue = [from]; queue.length > 0; ) {
+      const unit = queue.shift()!;
+      if (unit === to) {
+        const path = [to];
+        while (path[0] !== from) path.unshift(previous.get(path[0]!)!);
+        return path;
+      }
+      for (const next of targets(unit)) {
+        if (previous.has(next)) continue;
+        previous.set(next, unit);
+        queue.push(next);
+      }
+    }
+    return undefined;
+  };
+  const found = new Map<string, string[]>();
+  for (const from of [...edges.keys()].sort()) {
+    for (const to of targets(from)) {
+      const back = shortest(to, from);
+      if (back === undefined) continue;
+      const loop = [from, ...back.slice(0, -1)];
+      const first = loop.indexOf([...loop].sort()[0]!);
+      const cycle = [...loop.slice(first), ...loop.slice(0, first)];
+      found.set(cycle.join(" "), [...cycle, cycle[0]!]);
+    }
+  }
+  return [...found.values()];
+}
+
+describe("the architecture of src/", () => {
+  const files = sourceFiles();
+  const all = imports(files);
+  const edges = all.filter((edge) => unitOf(edge.from) !== unitOf(edge.to));
+
+  test("every folder and root file of src/ has a place in the layers", () => {
+    const unplaced = [...new Set(files.map(unitOf))].filter((unit) => !RANK.has(unit)).sort();
+    assert.deepEqual(unplaced, [], `not in LAYERS of test/architecture.test.ts, so not checked: ${unplaced.map((u) => `src/${u}`).join(", ")}`);
+  });
+
+  test("no import cycle between folders, type imports included", () => {
+    const graph = new Map<string, Set<string>>();
+    for (const { from, to } of edges) {
+      const targets = graph.get(unitOf(from)) ?? new Set<string>();
+      targets.add(unitOf(to));
+      graph.set(unitOf(from), targets);
+    }
+    const loops = cycles(graph);
+    const found = loops.map((cycle) => cycle.join(" → ")).sort();
+    // The imports behind each step of a cycle, once per pair of units.
+    const pairs = new Set(loops.flatMap((cycle) => cycle.slice(1).map((to, i) => `${cycle[i]} ${to}`)));
+    const behind = [...pairs].sort().map((pair) => {
+      const [from, to] = pair.split(" ");
+      const via = edges.filter((e) => unitOf(e.from) === from && unitOf(e.to) === to);
+      return `  ${from} → ${to}:\n${via.map((e) => `    ${describeImport(e)}`).join("\n")}`;
+    });
+    assert.deepEqual(found, [], `${found.length} import cycle(s) between folders of src/:\n${found.map((c) => `  ${c}`).join("\n")}\nthrough these imports:\n${behind.join("\n")}`);
+  });
+
+  test("folders import downward only, type imports included", () => {
+    const upward = edges.filter(({ from, to }) => {
+      const [fromRank, toRank] = [RANK.get(unitOf(from)), RANK.get(unitOf(to))];
+      return fromRank !== undefined && toRank !== undefined && toRank < fromRank;
+    });
+    const layers = LAYERS.map((units, rank) => `  ${rank}: ${units.join(" ")}`).join("\n");
+    assert.deepEqual(
+      upward.map(describeImport),
+      [],
+      `${upward.length} import(s) up the layers (top first):\n${layers}\n${upward.map((e) => `  ${describeImport(e)}`).join("\n")}`,
+    );
+  });
+
+  test(`no file of src/ over ${MAX_LINES} lines`, () => {
+    const long = files
+      .map((file) => {
+        const text = readFileSync(join(SRC, file), "utf8");
+        return { file, lines: text.split("\n").length - (text.endsWith("\n") ? 1 : 0) };
+      })
+      .filter(({ lines }) => lines > MAX_LINES)
+      .sort((a, b) => b.lines - a.lines);
+    const report = long.map(({ file, lines }) => `  src/${file}: ${lines} lines`);
+    assert.deepEqual(report, [], `${long.length} file(s) over ${MAX_LINES} lines:\n${report.join("\n")}`);
+  });
+
+  // Guards the reading above: an import resolved wrongly would drop out of every check silently.
+  test("every relative import names a file of src/", () => {
+    const known = new Set(files);
+    const dangling = all.filter(({ to }) => !known.has(to) && !to.startsWith("../"));
+    assert.deepEqual(dangling.map(describeImport), []);
+  });
+});
