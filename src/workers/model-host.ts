@@ -1,11 +1,12 @@
 import { ClientError, errorToWire, type WireError } from "../errors.js";
 import type { ModelInput, ModelOutput, ModelWorker } from "../models/model-worker.js";
-import type { TensorMetadata } from "../models/settings.js";
-import { checkDeclaredInputs } from "../models/v2/declared.js";
-import { decodeInferenceRequest, encodeInferenceResponse, fromOnnxType, toOnnxType } from "../models/v2/index.js";
-import type { V2InferenceRequest, V2Tensor } from "../models/v2/types.js";
-import { OnnxWorker, type Tensors } from "../runtimes/onnx.js";
-import { isDynamic, type TensorSpec } from "../runtimes/tensor.js";
+import { OnnxWorker, type Tensors } from "../onnx/onnx-worker.js";
+import { fromOnnxType, toOnnxType } from "../tensor/datatypes.js";
+import { isDynamic } from "../tensor/shape.js";
+import type { TensorSpec } from "../tensor/tensor.js";
+import { checkDeclaredInputs } from "../v2/declared.js";
+import { decodeInferenceRequest, encodeInferenceResponse } from "../v2/index.js";
+import type { TensorMetadata, V2InferenceRequest, V2Tensor } from "../v2/types.js";
 import type { WorkerClass } from "../worker.js";
 import type { BatchItem, BatchMessage, FromWorker, ItemResult, LoadMessage, RequestLimits, ResultMessage, ToWorker } from "./messages.js";
 import { importServerModule } from "./module-loader.js";
