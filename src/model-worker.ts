@@ -1,4 +1,4 @@
-import type { V2Datatype, V2Tensor } from "./models/v2/types.js";
+import type { V2Datatype, V2Tensor } from "./v2/types.js";
 import { Worker } from "./worker.js";
 
 /** One inference request as a model's `forward()` receives it. */

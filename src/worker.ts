@@ -1,7 +1,7 @@
 import { json, type Codec } from "./codecs.js";
 import { WorkerMetrics } from "./metrics/worker-metrics.js";
 import type { Schema } from "./schema.js";
-import { UNLIMITED, type RequestLimits } from "./runtimes/limits.js";
+import { UNLIMITED, type RequestLimits } from "./limits.js";
 
 /** A worker's log: lines go to the server's log, labelled with the stage and worker id. */
 export interface WorkerLog {

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { readFloatTensors, type FloatInputs } from "../src/runtimes/json-floats.js";
+import { readFloatTensors, type FloatInputs } from "../src/tensor/json-floats.js";
 
 const utf8 = new TextEncoder();
 const F64: FloatInputs = new Map([["x", "float64"]]);

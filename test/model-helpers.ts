@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { decodeInferenceResponse, encodeInferenceRequest, type V2InferenceRequest, type V2InferenceResponse } from "../src/models/v2/index.js";
+import { decodeInferenceResponse, encodeInferenceRequest, type V2InferenceRequest, type V2InferenceResponse } from "../src/v2/index.js";
 import { makeMlp, type MlpShape } from "./fixtures/make-mlp.js";
 import { fixture, send, type Reply, type ServerProcess } from "./helpers.js";
 import { serveCli } from "./onnx-helpers.js";

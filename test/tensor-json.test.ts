@@ -2,9 +2,11 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { toNested, type TensorValue } from "shoal/onnx";
 import { ValidationError } from "../src/errors.js";
-import { ElementBudget } from "../src/runtimes/limits.js";
-import { readTensor, type TensorSpec, type TensorType } from "../src/runtimes/tensor.js";
-import { shortestFloat32, tensorsToJson } from "../src/runtimes/tensor-json.js";
+import { ElementBudget } from "../src/tensor/budget.js";
+import type { TensorType } from "../src/tensor/datatypes.js";
+import { readTensor } from "../src/tensor/read-tensor.js";
+import type { TensorSpec } from "../src/tensor/tensor.js";
+import { shortestFloat32, tensorsToJson } from "../src/tensor/tensor-json.js";
 
 const text = (tensors: Record<string, TensorValue>) => Buffer.from(tensorsToJson(tensors)).toString("utf8");
 const f32 = (values: number[], shape = [values.length]): TensorValue => ({ type: "float32", shape, data: Float32Array.from(values) });
@@ -160,6 +162,17 @@ describe("tensors read from requests", () => {
     assert.throws(() => readTensor(X, ragged), invalid("input 'x' is not rectangular: [1] has 1 values where 3 were expected; expected float32 [N, 3]"));
     assert.throws(() => readTensor(X, [[1, 2, 3], 4]), invalid("input 'x' is not rectangular: [1] has a single value where 3 were expected; expected float32 [N, 3]"));
     assert.throws(() => readTensor(X, [[1, 2, [3]]]), invalid("input 'x' expects float32 values (numbers); element [0, 2] is a list"));
+  });
+
+  test("integer and bool elements in lists are within the type's range; MessagePack's bigints are read too", () => {
+    assert.deepEqual(readTensor(spec("b", "bool", [3]), [true, 0, 1]).data, Uint8Array.of(1, 0, 1));
+    assert.deepEqual(readTensor(spec("i", "int8", [2]), [-128, 127n]).data, Int8Array.of(-128, 127));
+    assert.deepEqual(readTensor(spec("l", "int64", [2]), [2n ** 63n - 1n, -3]).data, BigInt64Array.of(2n ** 63n - 1n, -3n));
+    assert.throws(() => readTensor(spec("u", "uint8", [1]), [256]), invalid("input 'u' expects uint8 values (whole numbers in the range of uint8); element [0] is 256"));
+    assert.throws(() => readTensor(spec("u", "uint64", [2]), [1, -1]), invalid("input 'u' expects uint64 values (whole numbers in the range of uint64); element [1] is -1"));
+    assert.throws(() => readTensor(spec("i", "int16", [1]), { data: [1.5], shape: [1] }), invalid("input 'i' expects int16 values (whole numbers in the range of int16); element [0] is 1.5"));
+    assert.throws(() => readTensor(spec("b", "bool", [2, 1]), [[1], [2]]), invalid("input 'b' expects bool values (true, false, 0 or 1); element [1, 0] is 2"));
+    assert.throws(() => readTensor(spec("s", "int32", []), "3"), invalid('input \'s\' expects int32 values (whole numbers in the range of int32); element [] is the string "3"'));
   });
 
   test("float elements in lists are finite and within the type's range; binary data is taken as it is", () => {

@@ -18,8 +18,8 @@ import {
   type V2Datatype,
   type V2InferenceRequest,
   type V2Tensor,
-} from "../src/models/v2/index.js";
-import { checkDeclaredInputs } from "../src/models/v2/declared.js";
+} from "../src/v2/index.js";
+import { checkDeclaredInputs } from "../src/v2/declared.js";
 
 const utf8 = new TextEncoder();
 const text = new TextDecoder();

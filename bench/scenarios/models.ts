@@ -16,7 +16,7 @@
 import { linkSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { encodeInferenceRequest } from "../../src/models/v2/index.js";
+import { encodeInferenceRequest } from "../../src/v2/index.js";
 import { gitState, machineBusy, machineInfo, shownPath, type MachineInfo } from "../lib/machine.js";
 import { alternate, describePoint, measureOnce, measurePoint, quietHelp, quietOptions, quietSettings, summarise, SUMMARY_ALIGN, SUMMARY_HEADERS, summaryCells, wholeNumber, type Measured, type QuietSettings, type Summary } from "../lib/measure.js";
 import { cacheDir, ensureMlp } from "../lib/peers.js";

@@ -17,7 +17,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { encodeInferenceRequest } from "../../src/models/v2/index.js";
+import { encodeInferenceRequest } from "../../src/v2/index.js";
 import { KeepAliveConnection, requestBytes, type RawResponse } from "../../test/fuzz/raw-http.js";
 import { Random } from "../../test/fuzz/random.js";
 import { makeMlp } from "../../test/fixtures/make-mlp.js";

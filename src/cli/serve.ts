@@ -2,7 +2,7 @@ import { accessSync, constants } from "node:fs";
 import { resolve } from "node:path";
 import { Command, Option } from "commander";
 import { addServerFlags, integer, serverConfigOf } from "../config.js";
-import { onnxWorker, type OnnxSessionOptions } from "../runtimes/onnx.js";
+import { onnxWorker, type OnnxSessionOptions } from "../onnx/onnx-worker.js";
 import { Server } from "../server/server.js";
 
 const GRAPH_OPTIMIZATIONS: NonNullable<OnnxSessionOptions["graphOptimization"]>[] = ["disabled", "basic", "extended", "all"];

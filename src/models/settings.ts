@@ -4,18 +4,17 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { V2_DATATYPES } from "../tensor/datatypes.js";
+import type { TensorMetadata } from "../v2/types.js";
 
-const DATATYPES = ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "FP32", "FP64", "BYTES"] as const;
+export type { TensorMetadata };
 
 const tensorMetadata = z.strictObject({
   name: z.string().min(1),
-  datatype: z.enum(DATATYPES),
+  datatype: z.enum(V2_DATATYPES),
   /** -1 for a dimension of any size. */
   shape: z.array(z.number().int().min(-1)),
-});
-
-/** The V2 description of one input or output, as model metadata shows it. */
-export type TensorMetadata = z.infer<typeof tensorMetadata>;
+}) satisfies z.ZodType<TensorMetadata>;
 
 const NAME = /^[A-Za-z0-9_.-]+$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

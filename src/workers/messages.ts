@@ -4,18 +4,13 @@
  * without a copy. Processes carry them in the frames of wire.ts (see docs/protocol.md).
  */
 import type { WireError } from "../errors.js";
+import type { RequestLimits } from "../limits.js";
 import type { WorkerMetricsReport } from "../metrics/registry.js";
-import type { TensorMetadata } from "../models/settings.js";
 import type { JsonSchema } from "../schema.js";
+import type { TensorMetadata } from "../v2/types.js";
 import type { RequestMeta } from "../worker.js";
 
-/** What one request may make a worker allocate: `--max-tensor-elements`, `--max-bytes-elements`. */
-export interface RequestLimits {
-  /** Most tensor elements of one request, all inputs together. */
-  maxTensorElements: number;
-  /** Most BYTES (string) elements of one request. */
-  maxBytesElements: number;
-}
+export type { RequestLimits };
 
 /** What every worker is told when it is spawned. */
 interface BootCommon {

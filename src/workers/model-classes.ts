@@ -1,10 +1,11 @@
 import { ClientError } from "../errors.js";
 import type { ModelInput, ModelOutput, ModelWorker } from "../model-worker.js";
-import { checkDeclaredInputs } from "../models/v2/declared.js";
-import { fromOnnxType, toOnnxType } from "../models/v2/index.js";
-import type { V2InferenceRequest } from "../models/v2/types.js";
-import { OnnxWorker, type Tensors } from "../runtimes/onnx.js";
-import { isDynamic, type TensorSpec } from "../runtimes/tensor.js";
+import { checkDeclaredInputs } from "../v2/declared.js";
+import { fromOnnxType, toOnnxType } from "../tensor/datatypes.js";
+import type { V2InferenceRequest } from "../v2/types.js";
+import { OnnxWorker, type Tensors } from "../onnx/onnx-worker.js";
+import { isDynamic } from "../tensor/shape.js";
+import type { TensorSpec } from "../tensor/tensor.js";
 import type { Worker } from "../worker.js";
 import type { LoadMessage } from "./messages.js";
 import { importServerModule } from "./module-loader.js";

@@ -1,6 +1,6 @@
 import { ClientError, type WireError } from "../errors.js";
-import { decodeInferenceRequest, encodeInferenceResponse } from "../models/v2/index.js";
-import type { V2Body, V2InferenceRequest, V2Tensor } from "../models/v2/types.js";
+import { decodeInferenceRequest, encodeInferenceResponse } from "../v2/index.js";
+import type { V2Body, V2InferenceRequest, V2Tensor } from "../v2/types.js";
 import type { RequestMeta, Worker } from "../worker.js";
 import type { Failures } from "./batch-runner.js";
 import type { LoadedMessage, LoadMessage } from "./messages.js";

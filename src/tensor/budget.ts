@@ -3,12 +3,7 @@
  * read: every tensor's elements are taken from the request's budget before any array of them is
  * made, so a shape that claims a billion elements costs nothing.
  */
-import type { RequestLimits } from "../workers/messages.js";
-
-export type { RequestLimits };
-
-/** No limits: for tensors that do not come from a client (a model's outputs, a client's own reading). */
-export const UNLIMITED: RequestLimits = Object.freeze({ maxTensorElements: Infinity, maxBytesElements: Infinity });
+import { UNLIMITED, type RequestLimits } from "../limits.js";
 
 /** What is left of one request's {@link RequestLimits}, all its tensors together. */
 export class ElementBudget {

@@ -2,8 +2,8 @@
  * V2 inference responses. Servers encode them (in workers, with the request they answer, which
  * says which outputs to send and how); clients and tests decode them.
  */
-import { ClientError } from "../../errors.js";
-import { UNLIMITED } from "../../runtimes/limits.js";
+import { ClientError } from "../errors.js";
+import { UNLIMITED } from "../limits.js";
 import { joinBody, splitBody } from "./binary.js";
 import { describe } from "./json-data.js";
 import { decodeTensors, defined, encodeTensors, optionalParameters, optionalString } from "./message.js";

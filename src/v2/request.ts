@@ -2,8 +2,8 @@
  * V2 inference requests. Servers decode them (in workers: the HTTP thread only moves the bytes);
  * clients and tests encode them.
  */
-import { ClientError } from "../../errors.js";
-import { UNLIMITED, type RequestLimits } from "../../runtimes/limits.js";
+import { ClientError } from "../errors.js";
+import { UNLIMITED, type RequestLimits } from "../limits.js";
 import { joinBody, splitBody } from "./binary.js";
 import { describe } from "./json-data.js";
 import { decodeTensors, defined, duplicate, encodeTensors, optionalParameters, optionalString } from "./message.js";

@@ -1,10 +1,15 @@
 /** The V2 (Open Inference Protocol) messages as workers and models see them, once decoded. */
-import type { TypedArray } from "../../runtimes/tensor.js";
+import type { TypedArray, V2Datatype } from "../tensor/datatypes.js";
 
-export type { TypedArray };
+export type { TypedArray, V2Datatype };
 
-/** The 13 element types of the V2 protocol. */
-export type V2Datatype = "BOOL" | "UINT8" | "UINT16" | "UINT32" | "UINT64" | "INT8" | "INT16" | "INT32" | "INT64" | "FP16" | "FP32" | "FP64" | "BYTES";
+/** The V2 description of one input or output, as model metadata shows it. */
+export interface TensorMetadata {
+  name: string;
+  datatype: V2Datatype;
+  /** Each dimension's size; -1 for a dimension of any size. */
+  shape: number[];
+}
 
 /**
  * A tensor as the model sees it: row-major data, typed array for numeric types

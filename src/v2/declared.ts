@@ -3,10 +3,9 @@
  * `model-settings.json`), before its Worker sees them: a module model that declares FP32 never
  * gets FP16 bits, nor a tensor of another rank.
  */
-import { ClientError } from "../../errors.js";
-import { formatShape } from "../../runtimes/tensor.js";
-import type { TensorMetadata } from "../settings.js";
-import type { V2Tensor } from "./types.js";
+import { ClientError } from "../errors.js";
+import { formatShape } from "../tensor/shape.js";
+import type { TensorMetadata, V2Tensor } from "./types.js";
 
 function signature(declared: readonly TensorMetadata[]): string {
   return declared.map((d) => `${d.name} (${d.datatype} ${formatShape(d.shape)})`).join(", ") || "none";

@@ -3,11 +3,11 @@
  * the JSON header, with its data in JSON or in the binary data after the header, and encoding a
  * {@link V2Tensor} either way.
  */
-import { ClientError, EncodingError } from "../../errors.js";
-import type { ElementBudget } from "../../runtimes/limits.js";
-import { formatShape } from "../../runtimes/tensor.js";
+import { ClientError, EncodingError } from "../errors.js";
+import type { ElementBudget } from "../tensor/budget.js";
+import { holds, isNumeric, isV2Datatype, typedArrayFor, V2_DATATYPES } from "../tensor/datatypes.js";
+import { elementCount, formatShape } from "../tensor/shape.js";
 import { type BinaryTail, readBinaryData, writeBinaryData } from "./binary.js";
-import { elementCount, holds, isNumeric, isV2Datatype, typedArrayFor, V2_DATATYPES } from "./datatypes.js";
 import { describe, readJsonData, writeJsonData } from "./json-data.js";
 import type { V2Tensor } from "./types.js";
 

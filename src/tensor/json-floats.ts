@@ -11,7 +11,8 @@
  * the errors. Numbers come out exactly as `JSON.parse` gives them.
  */
 import { ValidationError } from "../errors.js";
-import { FLOAT32_OVERFLOW, type TensorValue } from "./tensor.js";
+import { FLOAT32_OVERFLOW } from "./datatypes.js";
+import type { TensorValue } from "./tensor.js";
 import { EXACT } from "./tensor-json.js";
 
 /** The element type of each float input, by name. */

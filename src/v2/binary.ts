@@ -5,15 +5,12 @@
  * (0 or 1); a BYTES element is its length as a 4-byte little-endian unsigned integer, then its
  * bytes.
  */
-import { ClientError } from "../../errors.js";
-import { formatShape, type TypedArray } from "../../runtimes/tensor.js";
-import { elementCount, isNumeric, typedArrayFor } from "./datatypes.js";
+import { ClientError } from "../errors.js";
+import { bytesOf, fromBytes } from "../tensor/bytes.js";
+import { isNumeric, typedArrayFor, type TypedArray, type V2Datatype } from "../tensor/datatypes.js";
+import { elementCount, formatShape } from "../tensor/shape.js";
 import { describe } from "./json-data.js";
-import type { V2Body, V2Datatype } from "./types.js";
-
-// Tensors are read and written through typed-array views, which use the host's byte order.
-// Every platform onnxruntime-node ships for is little-endian.
-if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new Error("the V2 binary tensor codec needs a little-endian host");
+import type { V2Body } from "./types.js";
 
 const HEADER = "Inference-Header-Content-Length";
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -90,8 +87,7 @@ export function readBinaryData(where: string, datatype: V2Datatype, shape: reado
   if (bytes.byteLength !== count * size) {
     throw new ClientError(`${where}: binary_data_size is ${bytes.byteLength} where shape ${formatShape(shape)} of ${datatype} takes ${count * size} bytes`);
   }
-  // Uint8Array's slice copies even when `bytes` is a Buffer, whose own slice() is a view.
-  const data = bytes.byteOffset % size === 0 ? new array(bytes.buffer as ArrayBuffer, bytes.byteOffset, count) : new array(Uint8Array.prototype.slice.call(bytes).buffer);
+  const data = fromBytes(array, bytes, true);
   if (datatype === "BOOL") {
     const i = data.findIndex((x) => x > 1);
     if (i >= 0) throw new ClientError(`${where}: BOOL element ${i} is the byte ${data[i]}; binary BOOL elements are 0 (false) or 1 (true)`);
@@ -121,7 +117,7 @@ function readBytesElements(where: string, shape: readonly number[], count: numbe
 
 /** A tensor's data as binary data: a view of a typed array's bytes, or framed BYTES elements. */
 export function writeBinaryData(data: TypedArray | Uint8Array[]): Uint8Array {
-  if (!Array.isArray(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  if (!Array.isArray(data)) return bytesOf(data);
   const out = new Uint8Array(data.reduce((sum, element) => sum + 4 + element.byteLength, 0));
   const view = new DataView(out.buffer);
   let at = 0;

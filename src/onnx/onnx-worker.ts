@@ -1,21 +1,20 @@
 /**
- * `shoal/onnx`: a ready Worker that serves an ONNX model with onnxruntime-node, batching the
- * rows of concurrent requests into one run.
- * @packageDocumentation
+ * The Worker that serves an ONNX model with onnxruntime-node, batching the rows of concurrent
+ * requests into one run.
  */
 import { availableParallelism } from "node:os";
 import { basename } from "node:path";
 import type { InferenceSession, Tensor } from "onnxruntime-node";
 import { json, msgpack, type Codec } from "../codecs.js";
-import { readFloatTensors, type FloatInputs } from "./json-floats.js";
-import { tensorsToJson } from "./tensor-json.js";
 import { ValidationError } from "../errors.js";
-import { ElementBudget } from "./limits.js";
+import { ElementBudget } from "../tensor/budget.js";
+import { arrayOf, isTensorType, TENSOR_TYPES, type TypedArray } from "../tensor/datatypes.js";
+import { readFloatTensors, type FloatInputs } from "../tensor/json-floats.js";
+import { readTensor } from "../tensor/read-tensor.js";
+import { elementCount, formatShape, isDynamic } from "../tensor/shape.js";
+import { concat, sameTensor, split, type TensorSpec, type TensorValue } from "../tensor/tensor.js";
+import { tensorsToJson } from "../tensor/tensor-json.js";
 import { Worker, type RequestMeta, type WorkerClass } from "../worker.js";
-import { ARRAY_OF, concat, formatShape, isDynamic, isTensorType, readTensor, sameTensor, split, type TensorSpec, type TensorValue, type TypedArray } from "./tensor.js";
-
-export { concat, split, readTensor, toNested, formatShape, type TensorSpec, type TensorType, type TensorValue, type TypedArray } from "./tensor.js";
-export { ElementBudget, type RequestLimits } from "./limits.js";
 
 /** How each worker's ONNX Runtime session runs. */
 export interface OnnxSessionOptions {
@@ -305,7 +304,7 @@ export function onnxWorker({ model, name, ...sessionOptions }: OnnxWorkerOptions
 function specOf(meta: InferenceSession.ValueMetadata, kind: "input" | "output"): TensorSpec {
   if (!meta.isTensor) throw new Error(`${kind} '${meta.name}' is not a tensor; shoal/onnx serves tensors only`);
   if (!isTensorType(meta.type)) {
-    throw new Error(`${kind} '${meta.name}' has element type ${meta.type}; shoal/onnx serves ${Object.keys(ARRAY_OF).join(", ")}`);
+    throw new Error(`${kind} '${meta.name}' has element type ${meta.type}; shoal/onnx serves ${TENSOR_TYPES.join(", ")}`);
   }
   const batchAxis = meta.shape.findIndex(isDynamic);
   return { name: meta.name, type: meta.type, shape: meta.shape, batchAxis: batchAxis < 0 ? undefined : batchAxis };
@@ -323,7 +322,7 @@ function zeroExample(inputs: readonly TensorSpec[]): Tensors | undefined {
   for (const { name, type, shape, batchAxis } of inputs) {
     const dims = shape.map((d, i) => (i === batchAxis ? 1 : d));
     if (!dims.every((d): d is number => typeof d === "number" && d >= 0)) return undefined;
-    example[name] = { type, shape: dims, data: new ARRAY_OF[type](dims.reduce((a, b) => a * b, 1)) };
+    example[name] = { type, shape: dims, data: new (arrayOf(type))(elementCount(dims)) };
   }
   return example;
 }

@@ -1,9 +1,0 @@
-/**
- * The V2 (Open Inference Protocol) REST codecs, with Triton's binary tensor data extension: pure
- * functions from bytes to tensors and back, run in workers. No I/O here.
- */
-export type { TypedArray, V2Body, V2Datatype, V2InferenceRequest, V2InferenceResponse, V2RequestedOutput, V2Tensor } from "./types.js";
-export { elementCount, elementSize, fromOnnxType, isV2Datatype, toOnnxType, typedArrayFor, V2_DATATYPES, type NumericDatatype, type OnnxType, type TypedArrayClass } from "./datatypes.js";
-export { halfToNumber, numberToHalf } from "./fp16.js";
-export { decodeInferenceRequest, encodeInferenceRequest, type EncodeRequestOptions } from "./request.js";
-export { decodeInferenceResponse, encodeInferenceResponse } from "./response.js";
