@@ -24,8 +24,13 @@ const LAYERS: readonly (readonly string[])[] = [
   ["models/"],
   ["scheduling/"],
   ["workers/"],
-  ["tensor/", "v2/", "onnx/", "metrics/"],
-  ["errors.ts", "worker.ts", "schema.ts", "codecs.ts", "config.ts", "logger.ts", "typed-worker.ts", "stage-options.ts", "model-worker.ts"],
+  // `shoal/onnx`: a Worker of the public API, for ONNX models.
+  ["onnx/"],
+  // The public API a user's Worker is written against.
+  ["worker.ts", "typed-worker.ts", "model-worker.ts", "schema.ts", "codecs.ts", "stage-options.ts", "config.ts", "logger.ts"],
+  // What that API is built on: tensors, the V2 codec, metric objects.
+  ["v2/", "tensor/", "metrics/"],
+  ["errors.ts", "limits.ts"],
 ];
 
 const MAX_LINES = 350;
