@@ -138,6 +138,13 @@ function treeCpuTimes(pid: number): Map<number, number> {
   return out;
 }
 
+/** CPU time (user + system, seconds) used so far by `pid` and its child processes, all threads. */
+export function treeCpuSeconds(pid: number): number {
+  let total = 0;
+  for (const t of treeCpuTimes(pid).values()) total += t;
+  return total;
+}
+
 /** Measures CPU use of `pid` and its child processes between `start()` and `stop()`. */
 export function cpuMeter(pid: number): { stop(): CpuUse } {
   const before = treeCpuTimes(pid);

@@ -10,7 +10,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { layouts, type Layout } from "../scenarios/core.js";
-import { describeCpus, gitState, machineInfo, waitQuiet, type MachineInfo } from "./machine.js";
+import { againstCheckout, comparisonReport, twinGroups, withTwins, type Checkout } from "./against.js";
+import { describeCpus, gitState, machineInfo, treeCpuSeconds, waitQuiet, type MachineInfo } from "./machine.js";
+import { alternate } from "./measure.js";
 import { nodeVersions, peerVersions } from "./peers.js";
 import { fmtInt, fmtMs, markdownTable, textTable, writeResults } from "./results.js";
 import type { ScenarioContext } from "./scenario.js";
@@ -34,6 +36,10 @@ export interface Contender {
   wrkEnv?: Record<string, string>;
   /** A Prometheus histogram of batch sizes on GET /metrics (same port): the mean batch per point is recorded. */
   batchMetric?: string;
+  /** The server runs this checkout's Shoal: `--against` measures it from both checkouts. */
+  shoal?: boolean;
+  /** Where the server is started (default: the repository root). */
+  cwd?: string;
 }
 
 export interface Point {
@@ -47,6 +53,8 @@ export interface Point {
   socketErrors: number;
   /** Mean batch size formed during the point, from the server's /metrics. */
   meanBatch?: number;
+  /** Server CPU time (all threads and child processes) per answered request, µs. */
+  cpuUsPerRequest: number;
   quietWait: { waitedSec: number; busy: number };
   wrkCommand: string;
 }
@@ -61,6 +69,8 @@ export interface Cell {
   non2xx: number;
   socketErrors: number;
   meanBatch?: number;
+  /** Server CPU µs per request (median over rounds). */
+  cpuUsPerRequest: number;
 }
 
 /** A ratio the scenario is judged by, with its goal. */
@@ -81,6 +91,8 @@ export interface SweepResult {
   invocation: string;
   machine: MachineInfo;
   git: { commit: string; srcDirty: boolean };
+  /** The checkout the Shoal servers were also run from (`--against`), as `<name>@before`. */
+  against?: Checkout;
   versions: Record<string, string>;
   layout: { name: string; servers: string; wrk: string; note: string };
   settings: { connections: number[]; rounds: number; durationSec: number; warmupSec: number; quietWaitSec: number };
@@ -99,12 +111,14 @@ export const sweepOptions = {
     servers: { type: "string" },
     layout: { type: "string" },
     "quiet-wait": { type: "string" },
+    against: { type: "string" },
   },
   help: {
     "connections <list>": "concurrencies to sweep, comma-separated (default 1,8,32,64,128)",
     "servers <list>": "only these servers, comma-separated (e.g. shoal: no Python peers needed)",
     "layout <name>": "pinned (servers on one core, wrk on another) or unpinned",
     "quiet-wait <s>": "before each point, wait up to this long for other processes to use < 0.25 cores (BENCH_QUIET_WAIT; default 5)",
+    "against <dir>": "also run every Shoal server from another checkout (made by bench/tools/checkout.sh), as <name>@before, and report before/after (BENCH_AGAINST)",
   },
 } as const;
 
@@ -113,6 +127,8 @@ export interface SweepSettings {
   servers: string[] | undefined;
   layout: Layout;
   quietWaitSec: number;
+  /** The other checkout Shoal is also run from. */
+  against: Checkout | undefined;
 }
 
 /** Reads the common flags; `defaultLayout` is the scenario's choice of CPU layout. */
@@ -131,7 +147,8 @@ export function sweepSettings(ctx: ScenarioContext, defaultLayout: "pinned" | "u
   }
   const quietWaitSec = Number((v["quiet-wait"] as string | undefined) ?? process.env.BENCH_QUIET_WAIT ?? 5);
   if (!Number.isFinite(quietWaitSec) || quietWaitSec < 0) throw new Error("--quiet-wait must be a number of seconds >= 0");
-  return { connections, servers: list(v.servers as string | undefined), layout, quietWaitSec };
+  const against = againstCheckout(ctx.root, (v.against as string | undefined) ?? process.env.BENCH_AGAINST);
+  return { connections, servers: list(v.servers as string | undefined), layout, quietWaitSec, against };
 }
 
 /** Whether the run includes a Python peer, i.e. needs the venv. */
@@ -169,7 +186,10 @@ export interface SweepHooks {
 /** Starts the contenders, measures them, stops them. */
 export async function sweep(ctx: ScenarioContext, scenario: string, title: string, contenders: Contender[], s: SweepSettings, hooks: SweepHooks = {}): Promise<SweepResult> {
   const { common, root, log } = ctx;
-  const chosen = contenders.filter((c) => s.servers === undefined || s.servers.includes(c.name));
+  const chosen = withTwins(
+    contenders.filter((c) => s.servers === undefined || s.servers.includes(c.name)),
+    s.against,
+  );
   const { layout } = s;
   log(`${scenario}: ${chosen.map((c) => c.name).join(", ")}; connections ${s.connections.join(", ")}; ${common.rounds} rounds of ${common.durationSec} s; warm-up ${common.warmupSec} s`);
   log(`CPU layout ${layout.name}: servers on ${describeCpus(layout.server)}, wrk on ${describeCpus(layout.wrk)} (${layout.note})`);
@@ -185,7 +205,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
         // Environment values may name the port ({port}) or ask for another free one ({free}), e.g. MLServer's gRPC and metrics ports.
         const env: Record<string, string> = {};
         for (const [k, v] of Object.entries(c.spec.env ?? {})) env[k] = v.replaceAll("{port}", String(port)).replace("{free}", String(await freePort()));
-        servers.set(c.name, await startServer({ ...c.spec, env, name: c.name, port, cwd: root, cpus: layout.server }));
+        servers.set(c.name, await startServer({ ...c.spec, env, name: c.name, port, cwd: c.cwd ?? root, cpus: layout.server }));
       } catch (err) {
         // A peer that does not start is reported as such, not left out.
         failed.set(c.name, `did not start: ${(err as Error).message.split("\n")[0]}`);
@@ -193,11 +213,13 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
       }
     }
     const running = chosen.filter((c) => servers.has(c.name));
+    const nameWidth = Math.max(8, ...running.map((c) => c.name.length));
     await hooks.afterStart?.(servers);
     const measure = async (c: Contender, connections: number, seconds: number) => {
       const server = servers.get(c.name)!;
       const metricsUrl = `${server.url}/metrics`;
       const before = c.batchMetric === undefined ? undefined : await histogramTotals(metricsUrl, c.batchMetric);
+      const cpu0 = treeCpuSeconds(server.pid);
       const r = await runWrk({
         url: server.url + c.path,
         connections,
@@ -207,9 +229,10 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
         env: { WRK_BODY: c.body, ...c.wrkEnv },
         cpus: layout.wrk,
       });
+      const cpuUsPerRequest = ((treeCpuSeconds(server.pid) - cpu0) / r.requests) * 1e6;
       const after = c.batchMetric === undefined ? undefined : await histogramTotals(metricsUrl, c.batchMetric);
       const meanBatch = before !== undefined && after !== undefined && after.count > before.count ? (after.sum - before.sum) / (after.count - before.count) : undefined;
-      return { r, meanBatch };
+      return { r, meanBatch, cpuUsPerRequest };
     };
     const maxConnections = Math.max(...s.connections);
     for (const c of running) {
@@ -222,33 +245,39 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
         await hooks.eachRound(round);
       }
       for (const connections of s.connections) {
-        // Rotate the order each round, so a drift in the machine does not favour one server.
-        const order = running.map((_, i) => running[(i + round - 1) % running.length]!);
-        for (const c of order) {
+        // Rotate the order each round, so a drift in the machine does not favour one server. A
+        // Shoal server and its twin from the other checkout are measured back to back after one
+        // wait for quiet (the first of the two swapped each round), so that they see the same machine.
+        const groups = twinGroups(running);
+        for (const group of groups.map((_, i) => groups[(i + round - 1) % groups.length]!)) {
           const quietWait = await waitQuiet(0.25, s.quietWaitSec);
-          const { r, meanBatch } = await measure(c, connections, common.durationSec);
-          const sock = r.socketErrors;
-          const point: Point = {
-            server: c.name,
-            connections,
-            round,
-            requestsPerSec: r.requestsPerSec,
-            latencyMs: r.latency,
-            requests: r.requests,
-            non2xx: r.non2xx,
-            socketErrors: sock.connect + sock.read + sock.write + sock.timeout,
-            meanBatch,
-            quietWait,
-            wrkCommand: r.command,
-          };
-          points.push(point);
-          const bad = point.non2xx + point.socketErrors;
-          log(
-            `  round ${round} ${c.name.padEnd(8)} c=${String(connections).padEnd(3)} ${fmtInt(r.requestsPerSec).padStart(7)} req/s  p50 ${fmtMs(r.latency.p50)}  p99 ${fmtMs(r.latency.p99)} ms` +
-              (meanBatch !== undefined ? `  mean batch ${meanBatch.toFixed(1)}` : "") +
-              (quietWait.busy > 0.25 ? `  (others busy: ${quietWait.busy} cores)` : "") +
-              (bad > 0 ? `  ERRORS: non-2xx ${point.non2xx}, socket ${point.socketErrors}` : ""),
-          );
+          for (const c of alternate(group, round)) {
+            const { r, meanBatch, cpuUsPerRequest } = await measure(c, connections, common.durationSec);
+            const sock = r.socketErrors;
+            const point: Point = {
+              server: c.name,
+              connections,
+              round,
+              requestsPerSec: r.requestsPerSec,
+              latencyMs: r.latency,
+              requests: r.requests,
+              non2xx: r.non2xx,
+              socketErrors: sock.connect + sock.read + sock.write + sock.timeout,
+              meanBatch,
+              cpuUsPerRequest,
+              quietWait,
+              wrkCommand: r.command,
+            };
+            points.push(point);
+            const bad = point.non2xx + point.socketErrors;
+            log(
+              `  round ${round} ${c.name.padEnd(nameWidth)} c=${String(connections).padEnd(3)} ${fmtInt(r.requestsPerSec).padStart(7)} req/s  p50 ${fmtMs(r.latency.p50)}  p99 ${fmtMs(r.latency.p99)} ms` +
+                (meanBatch !== undefined ? `  mean batch ${meanBatch.toFixed(1)}` : "") +
+                `  CPU ${cpuUsPerRequest.toFixed(0)} µs/req` +
+                (quietWait.busy > 0.25 ? `  (others busy: ${quietWait.busy} cores)` : "") +
+                (bad > 0 ? `  ERRORS: non-2xx ${point.non2xx}, socket ${point.socketErrors}` : ""),
+            );
+          }
         }
       }
     }
@@ -273,6 +302,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
         non2xx: ps.reduce((a, p) => a + p.non2xx, 0),
         socketErrors: ps.reduce((a, p) => a + p.socketErrors, 0),
         meanBatch: batches.length > 0 ? spread(batches).median : undefined,
+        cpuUsPerRequest: med((p) => p.cpuUsPerRequest),
       });
     }
   }
@@ -284,6 +314,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
     invocation: `npm run bench -- ${process.argv.slice(2).join(" ")}`,
     machine,
     git: gitState(root),
+    ...(s.against !== undefined ? { against: s.against } : {}),
     versions: { ...nodeVersions(root), wrk: machine.wrk, ...(contenders.some((c) => c.spec?.program !== undefined) ? peerVersions(root) : {}) },
     layout: { name: layout.name, servers: describeCpus(layout.server), wrk: describeCpus(layout.wrk), note: layout.note },
     settings: { connections: s.connections, rounds: common.rounds, durationSec: common.durationSec, warmupSec: common.warmupSec, quietWaitSec: s.quietWaitSec },
@@ -335,6 +366,8 @@ export const HEADLINE_HEADERS = ["ratio", "value", "goal", "verdict", "note"];
  * headline. `sections` are extra Markdown paragraphs (limits, memory) placed before the table.
  */
 export function report(ctx: ScenarioContext, result: SweepResult, sections: string[] = []): void {
+  const comparison = comparisonReport(result);
+  if (comparison !== undefined) result.headline = [...comparison.headline, ...result.headline];
   const names = result.contenders.filter((c) => c.unavailable === undefined).map((c) => c.name);
   const series = (f: (c: Cell) => [number, number]) =>
     names.map((name) => ({ name, points: result.cells.filter((c) => c.server === name).map(f) }));
@@ -351,8 +384,8 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     join(ctx.resultsDir, plots.latency),
     lineChart(series((c) => [c.requestsPerSec.median, c.p99Ms]), { title: `${result.title}: p99 latency against throughput`, xLabel: "requests/s (median)", yLabel: "p99 latency, ms" }),
   );
-  const headers = ["server", "conns", "req/s (median)", "req/s range", "p50 ms", "p90 ms", "p99 ms", "mean batch", "non-2xx", "socket errors", "note"];
-  const align = ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"] as const;
+  const headers = ["server", "conns", "req/s (median)", "req/s range", "p50 ms", "p90 ms", "p99 ms", "mean batch", "CPU µs/req", "non-2xx", "socket errors", "note"];
+  const align = ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"] as const;
   const rows = result.cells.map((c) => [
     c.server,
     String(c.connections),
@@ -362,11 +395,12 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     fmtMs(c.p90Ms),
     fmtMs(c.p99Ms),
     c.meanBatch === undefined ? "" : c.meanBatch.toFixed(1),
+    Number.isFinite(c.cpuUsPerRequest) ? c.cpuUsPerRequest.toFixed(0) : "",
     String(c.non2xx),
     String(c.socketErrors),
     "",
   ]);
-  for (const c of result.contenders) if (c.unavailable !== undefined) rows.push([c.name, "–", "n/a", "", "", "", "", "", "", "", `not measured: ${c.unavailable}`]);
+  for (const c of result.contenders) if (c.unavailable !== undefined) rows.push([c.name, "–", "n/a", "", "", "", "", "", "", "", "", `not measured: ${c.unavailable}`]);
   const s = result.settings;
   const md = [
     `# ${result.title}`,
@@ -390,12 +424,13 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     "",
     `![throughput](${plots.throughput}) ![p99 latency](${plots.latency})`,
     "",
+    ...(comparison?.markdown ?? []),
     "## Headline",
     "",
     markdownTable(HEADLINE_HEADERS, headlineRows(result.headline)),
     "",
   ].join("\n");
   const written = writeResults(ctx.resultsDir, result.scenario, result, md);
-  process.stdout.write("\n" + textTable(headers, rows, align) + "\n\n" + textTable(HEADLINE_HEADERS, headlineRows(result.headline)) + "\n\n");
+  process.stdout.write("\n" + textTable(headers, rows, align) + "\n\n" + (comparison !== undefined ? `before and after:\n\n${comparison.text}\n\n` : "") + textTable(HEADLINE_HEADERS, headlineRows(result.headline)) + "\n\n");
   process.stdout.write(`results: ${[written.json, written.md, join(ctx.resultsDir, plots.throughput), join(ctx.resultsDir, plots.latency)].map((f) => relative(process.cwd(), f)).join(", ")}\n`);
 }
