@@ -9,7 +9,7 @@
 import { existsSync, mkdirSync, readFileSync, realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { gitState } from "./machine.js";
-import { DISTURBED } from "./measure.js";
+import { DISTURBED, disturbedBy } from "./measure.js";
 import { cacheDir } from "./peers.js";
 import { fmtInt, fmtMs, markdownTable, textTable } from "./results.js";
 import { median, spread, type Spread } from "./stats.js";
@@ -77,8 +77,8 @@ export interface Comparison {
   cpuRatio: Spread;
   /** req/s did not drop, nor CPU per request grow, by more than TOLERANCE (medians of the ratios). */
   within: boolean;
-  /** Rounds whose pair began while other processes used more than DISTURBED cores (after waiting for quiet). */
-  busy: number;
+  /** Rounds kept although other processes used more than DISTURBED cores during a point of the pair (retries spent). */
+  disturbed: number;
 }
 
 /** Medians over rounds of one side. */
@@ -115,7 +115,8 @@ export function compare(result: SweepResult): Comparison[] {
       const rpsRatio = spread(pairedRatios(after, before, (p) => p.requestsPerSec));
       const cpuRatio = spread(pairedRatios(after, before, (p) => p.cpuUsPerRequest));
       const within = rpsRatio.median >= 1 - TOLERANCE && !(cpuRatio.median > 1 + TOLERANCE);
-      out.push({ server, connections, before: figures(before), after: figures(after), rpsRatio, cpuRatio, within, busy: after.filter((p) => p.quietWait.busy > DISTURBED).length });
+      const rounds = new Set([...after, ...before].filter((p) => disturbedBy(p.othersCores)).map((p) => p.round));
+      out.push({ server, connections, before: figures(before), after: figures(after), rpsRatio, cpuRatio, within, disturbed: rounds.size });
     }
   }
   return out;
@@ -125,7 +126,7 @@ const ratio = (s: Spread) => (Number.isFinite(s.median) ? `${s.median.toFixed(3)
 const us = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : "n/a");
 const pct = Math.round(TOLERANCE * 100);
 
-const HEADERS = ["server", "conns", "req/s before", "req/s after", "after/before", "p50 ms before", "p50 after", "p99 ms before", "p99 after", "CPU µs/req before", "CPU after", "after/before", "busy rounds", "verdict"];
+const HEADERS = ["server", "conns", "req/s before", "req/s after", "after/before", "p50 ms before", "p50 after", "p99 ms before", "p99 after", "CPU µs/req before", "CPU after", "after/before", "disturbed", "verdict"];
 const ALIGN = ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"] as const;
 
 function rows(comparisons: readonly Comparison[]): string[][] {
@@ -142,7 +143,7 @@ function rows(comparisons: readonly Comparison[]): string[][] {
     us(c.before.cpuUsPerRequest),
     us(c.after.cpuUsPerRequest),
     ratio(c.cpuRatio),
-    `${c.busy}/${c.rpsRatio.n}`,
+    `${c.disturbed}/${c.rpsRatio.n}`,
     c.within ? `within ${pct}%` : `NOT within ${pct}%`,
   ]);
 }
@@ -175,7 +176,7 @@ export function comparisonReport(result: SweepResult): { markdown: string[]; tex
     `Shoal from this tree (after: commit ${result.git.commit.slice(0, 12)}${result.git.srcDirty ? " with uncommitted changes in src/" : ""}) and from \`${before.dir}\` ` +
       `(before: commit ${before.commit.slice(0, 12)}${before.srcDirty ? " with uncommitted changes in src/" : ""}), side by side in this run: \`<server>${BEFORE}\` is the before. ` +
       "req/s, p50 and p99 are medians over the rounds; the ratios are medians over the rounds of after/before, the two points of a round measured at the same load back to back (their range in brackets). " +
-      `**busy rounds**: rounds whose pair began while other processes used more than ${DISTURBED} cores, so less to be trusted. ` +
+      `**disturbed**: rounds in which other processes used more than ${DISTURBED} cores during a point of the pair (kept once \`--retries\` were spent), so less to be trusted. ` +
       `CPU µs/req is the server's CPU time (all threads and processes) per answered request. **within ${pct}%**: req/s after/before ≥ ${(1 - TOLERANCE).toFixed(2)} and CPU after/before ≤ ${(1 + TOLERANCE).toFixed(2)}.`,
     "",
     markdownTable(HEADERS, table, ALIGN),

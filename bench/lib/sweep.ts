@@ -11,8 +11,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { layouts, type Layout } from "../scenarios/core.js";
 import { againstCheckout, comparisonReport, twinGroups, withTwins, type Checkout } from "./against.js";
-import { describeCpus, gitState, machineInfo, treeCpuSeconds, waitQuiet, type MachineInfo } from "./machine.js";
-import { alternate } from "./measure.js";
+import { describeCpus, gitState, loadMeter, machineInfo, treeCpuSeconds, waitQuiet, type MachineInfo } from "./machine.js";
+import { alternate, DISTURBED, disturbedBy } from "./measure.js";
 import { nodeVersions, peerVersions } from "./peers.js";
 import { fmtInt, fmtMs, markdownTable, textTable, writeResults } from "./results.js";
 import type { ScenarioContext } from "./scenario.js";
@@ -55,6 +55,8 @@ export interface Point {
   meanBatch?: number;
   /** Server CPU time (all threads and child processes) per answered request, µs. */
   cpuUsPerRequest: number;
+  /** Cores used by other processes during the point (not the server, wrk or the harness). */
+  othersCores: number;
   quietWait: { waitedSec: number; busy: number };
   wrkCommand: string;
 }
@@ -95,10 +97,12 @@ export interface SweepResult {
   against?: Checkout;
   versions: Record<string, string>;
   layout: { name: string; servers: string; wrk: string; note: string };
-  settings: { connections: number[]; rounds: number; durationSec: number; warmupSec: number; quietWaitSec: number };
+  settings: { connections: number[]; rounds: number; durationSec: number; warmupSec: number; quietWaitSec: number; retries: number };
   contenders: { name: string; config: string; unavailable?: string; command?: string; path: string; body: string }[];
   cells: Cell[];
   points: Point[];
+  /** Points measured again (`--retries`) because other processes disturbed them. */
+  discarded: Point[];
   /** Scenario-specific measurements (memory, in-process limit, ...). */
   extra: Record<string, unknown>;
   headline: Headline[];
@@ -111,6 +115,7 @@ export const sweepOptions = {
     servers: { type: "string" },
     layout: { type: "string" },
     "quiet-wait": { type: "string" },
+    retries: { type: "string" },
     against: { type: "string" },
   },
   help: {
@@ -118,6 +123,7 @@ export const sweepOptions = {
     "servers <list>": "only these servers, comma-separated (e.g. shoal: no Python peers needed)",
     "layout <name>": "pinned (servers on one core, wrk on another) or unpinned",
     "quiet-wait <s>": "before each point, wait up to this long for other processes to use < 0.25 cores (BENCH_QUIET_WAIT; default 5)",
+    "retries <n>": `measure a server (with its twin under --against) again at that load, up to n times, when other processes used more than ${DISTURBED} cores during it (BENCH_RETRIES; default 0)`,
     "against <dir>": "also run every Shoal server from another checkout (made by bench/tools/checkout.sh), as <name>@before, and report before/after (BENCH_AGAINST)",
   },
 } as const;
@@ -127,6 +133,8 @@ export interface SweepSettings {
   servers: string[] | undefined;
   layout: Layout;
   quietWaitSec: number;
+  /** How many times a disturbed point (or pair of twins) is measured again. */
+  retries: number;
   /** The other checkout Shoal is also run from. */
   against: Checkout | undefined;
 }
@@ -147,8 +155,10 @@ export function sweepSettings(ctx: ScenarioContext, defaultLayout: "pinned" | "u
   }
   const quietWaitSec = Number((v["quiet-wait"] as string | undefined) ?? process.env.BENCH_QUIET_WAIT ?? 5);
   if (!Number.isFinite(quietWaitSec) || quietWaitSec < 0) throw new Error("--quiet-wait must be a number of seconds >= 0");
+  const retries = Number((v.retries as string | undefined) ?? process.env.BENCH_RETRIES ?? 0);
+  if (!Number.isInteger(retries) || retries < 0) throw new Error("--retries must be a whole number >= 0");
   const against = againstCheckout(ctx.root, (v.against as string | undefined) ?? process.env.BENCH_AGAINST);
-  return { connections, servers: list(v.servers as string | undefined), layout, quietWaitSec, against };
+  return { connections, servers: list(v.servers as string | undefined), layout, quietWaitSec, retries, against };
 }
 
 /** Whether the run includes a Python peer, i.e. needs the venv. */
@@ -196,6 +206,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
   const servers = new Map<string, RunningServer>();
   const failed = new Map<string, string>();
   const points: Point[] = [];
+  const discarded: Point[] = [];
   try {
     for (const c of chosen) {
       if (c.unavailable !== undefined || c.spec === undefined) continue;
@@ -220,6 +231,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
       const metricsUrl = `${server.url}/metrics`;
       const before = c.batchMetric === undefined ? undefined : await histogramTotals(metricsUrl, c.batchMetric);
       const cpu0 = treeCpuSeconds(server.pid);
+      const load = loadMeter(server.pid);
       const r = await runWrk({
         url: server.url + c.path,
         connections,
@@ -230,9 +242,10 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
         cpus: layout.wrk,
       });
       const cpuUsPerRequest = ((treeCpuSeconds(server.pid) - cpu0) / r.requests) * 1e6;
+      const othersCores = load.stop().foreign;
       const after = c.batchMetric === undefined ? undefined : await histogramTotals(metricsUrl, c.batchMetric);
       const meanBatch = before !== undefined && after !== undefined && after.count > before.count ? (after.sum - before.sum) / (after.count - before.count) : undefined;
-      return { r, meanBatch, cpuUsPerRequest };
+      return { r, meanBatch, cpuUsPerRequest, othersCores };
     };
     const maxConnections = Math.max(...s.connections);
     for (const c of running) {
@@ -250,33 +263,43 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
         // wait for quiet (the first of the two swapped each round), so that they see the same machine.
         const groups = twinGroups(running);
         for (const group of groups.map((_, i) => groups[(i + round - 1) % groups.length]!)) {
-          const quietWait = await waitQuiet(0.25, s.quietWaitSec);
-          for (const c of alternate(group, round)) {
-            const { r, meanBatch, cpuUsPerRequest } = await measure(c, connections, common.durationSec);
-            const sock = r.socketErrors;
-            const point: Point = {
-              server: c.name,
-              connections,
-              round,
-              requestsPerSec: r.requestsPerSec,
-              latencyMs: r.latency,
-              requests: r.requests,
-              non2xx: r.non2xx,
-              socketErrors: sock.connect + sock.read + sock.write + sock.timeout,
-              meanBatch,
-              cpuUsPerRequest,
-              quietWait,
-              wrkCommand: r.command,
-            };
-            points.push(point);
-            const bad = point.non2xx + point.socketErrors;
-            log(
-              `  round ${round} ${c.name.padEnd(nameWidth)} c=${String(connections).padEnd(3)} ${fmtInt(r.requestsPerSec).padStart(7)} req/s  p50 ${fmtMs(r.latency.p50)}  p99 ${fmtMs(r.latency.p99)} ms` +
-                (meanBatch !== undefined ? `  mean batch ${meanBatch.toFixed(1)}` : "") +
-                `  CPU ${cpuUsPerRequest.toFixed(0)} µs/req` +
-                (quietWait.busy > 0.25 ? `  (others busy: ${quietWait.busy} cores)` : "") +
-                (bad > 0 ? `  ERRORS: non-2xx ${point.non2xx}, socket ${point.socketErrors}` : ""),
-            );
+          for (let attempt = 0; ; attempt++) {
+            const quietWait = await waitQuiet(0.25, s.quietWaitSec);
+            const measured: Point[] = [];
+            for (const c of alternate(group, round)) {
+              const { r, meanBatch, cpuUsPerRequest, othersCores } = await measure(c, connections, common.durationSec);
+              const sock = r.socketErrors;
+              const point: Point = {
+                server: c.name,
+                connections,
+                round,
+                requestsPerSec: r.requestsPerSec,
+                latencyMs: r.latency,
+                requests: r.requests,
+                non2xx: r.non2xx,
+                socketErrors: sock.connect + sock.read + sock.write + sock.timeout,
+                meanBatch,
+                cpuUsPerRequest,
+                othersCores,
+                quietWait,
+                wrkCommand: r.command,
+              };
+              measured.push(point);
+              const bad = point.non2xx + point.socketErrors;
+              log(
+                `  round ${round} ${c.name.padEnd(nameWidth)} c=${String(connections).padEnd(3)} ${fmtInt(r.requestsPerSec).padStart(7)} req/s  p50 ${fmtMs(r.latency.p50)}  p99 ${fmtMs(r.latency.p99)} ms` +
+                  (meanBatch !== undefined ? `  mean batch ${meanBatch.toFixed(1)}` : "") +
+                  `  CPU ${cpuUsPerRequest.toFixed(0)} µs/req` +
+                  (disturbedBy(othersCores) ? `  DISTURBED: others used ${othersCores.toFixed(2)} cores` : "") +
+                  (bad > 0 ? `  ERRORS: non-2xx ${point.non2xx}, socket ${point.socketErrors}` : ""),
+              );
+            }
+            if (!measured.some((p) => disturbedBy(p.othersCores)) || attempt >= s.retries) {
+              points.push(...measured);
+              break;
+            }
+            discarded.push(...measured);
+            log(`  measuring again (${attempt + 1}/${s.retries})`);
           }
         }
       }
@@ -317,7 +340,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
     ...(s.against !== undefined ? { against: s.against } : {}),
     versions: { ...nodeVersions(root), wrk: machine.wrk, ...(contenders.some((c) => c.spec?.program !== undefined) ? peerVersions(root) : {}) },
     layout: { name: layout.name, servers: describeCpus(layout.server), wrk: describeCpus(layout.wrk), note: layout.note },
-    settings: { connections: s.connections, rounds: common.rounds, durationSec: common.durationSec, warmupSec: common.warmupSec, quietWaitSec: s.quietWaitSec },
+    settings: { connections: s.connections, rounds: common.rounds, durationSec: common.durationSec, warmupSec: common.warmupSec, quietWaitSec: s.quietWaitSec, retries: s.retries },
     contenders: chosen.map((c) => ({
       name: c.name,
       config: c.config,
@@ -328,6 +351,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
     })),
     cells,
     points,
+    discarded,
     extra: {},
     headline: [],
   };
@@ -411,7 +435,7 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     `- Machine: ${result.machine.nproc} CPUs, ${result.machine.cpuModel}, ${result.machine.kernel}`,
     `- Versions: ${Object.entries(result.versions).map(([k, v]) => `${k} ${v}`).join(", ")}`,
     `- CPU layout **${result.layout.name}**: servers on ${result.layout.servers}, wrk on ${result.layout.wrk} (${result.layout.note})`,
-    `- Load: wrk, 1 thread, connections ${s.connections.join(", ")}; ${s.rounds} rounds of ${s.durationSec} s per point after a ${s.warmupSec} s warm-up per server; servers interleaved (order rotated each round); medians over rounds; before each point the harness waited up to ${s.quietWaitSec} s for a quiet machine`,
+    `- Load: wrk, 1 thread, connections ${s.connections.join(", ")}; ${s.rounds} rounds of ${s.durationSec} s per point after a ${s.warmupSec} s warm-up per server; servers interleaved (order rotated each round); medians over rounds; before each point the harness waited up to ${s.quietWaitSec} s for a quiet machine${s.retries > 0 ? ` and measured a point again, up to ${s.retries} times, when other processes used more than ${DISTURBED} cores during it` : ""}`,
     "",
     "## Servers",
     "",
