@@ -2,9 +2,9 @@
  * Shoal before and after a change, side by side in one run. `--against <dir>` (or BENCH_AGAINST)
  * names another checkout of Shoal with its own dist/ built (bench/tools/checkout.sh makes one from
  * a commit). Every Shoal server of a comparison scenario then runs twice in the same sweep: from
- * this tree ("after", its usual name) and from that folder ("before", `<name>@before`), in the same
- * rounds with the order rotated each round, so that drift in a shared machine hits both alike. The
- * report pairs the two points measured at the same load in the same round.
+ * this tree ("after", its usual name) and from that folder ("before", `<name>@before`); at each load
+ * of each round the two are measured back to back, the first of them swapped every round, so that
+ * drift in a shared machine hits both alike. The report pairs those two points.
  */
 import { existsSync, mkdirSync, readFileSync, realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
