@@ -1,7 +1,8 @@
 /**
  * Keeps the comparison benchmarks from rotting: runs the Node side of each scenario (Shoal, and in
  * `model` its bare batching server; no Python peers, no PyPI) for about a second per point, with
- * small models, and checks the results it writes. Skipped when wrk is not installed.
+ * small models, and checks the results it writes; and the before/after comparison (`--against`)
+ * with this tree on both sides. Skipped when wrk is not installed.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -44,4 +45,23 @@ describe("benchmark smoke test (Shoal side only)", { skip: hasWrk ? false : "wrk
       assert.match(readFileSync(join(results, `${name}-throughput.svg`), "utf8"), /^<svg[^>]*>[\s\S]*<polyline/);
     });
   }
+
+  // The before/after comparison, with this tree as both sides (the other side needs only dist/,
+  // node_modules and bench/.cache, which this tree has).
+  test("npm run bench -- echo --against <dir> runs Shoal from both checkouts and compares them", () => {
+    const dir = join(results, "against");
+    const args = ["--import", "tsx", "bench/run.ts", "echo", "--servers", "shoal", "--against", ".", "--duration", "1", "--rounds", "2", "--warmup", "1", "--connections", "8", "--quiet-wait", "0", "--results-dir", dir];
+    const run = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", timeout: 120_000 });
+    assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
+    const data = JSON.parse(readFileSync(join(dir, "echo.json"), "utf8")) as { against?: { dir: string }; cells: { server: string; cpuUsPerRequest: number }[]; points: { server: string; round: number }[]; headline: { what: string; value: number }[] };
+    assert.equal(data.against?.dir, root);
+    assert.deepEqual(data.cells.map((c) => c.server), ["shoal", "shoal@before"]);
+    for (const cell of data.cells) assert.ok(cell.cpuUsPerRequest > 0, `${cell.server}: CPU per request measured`);
+    // Each round measures the two back to back, the first of them swapped between rounds.
+    assert.deepEqual(data.points.map((p) => `${p.round} ${p.server}`), ["1 shoal", "1 shoal@before", "2 shoal@before", "2 shoal"]);
+    for (const what of ["shoal: after / before req/s", "shoal: before / after server CPU per request"]) {
+      assert.ok(Number.isFinite(data.headline.find((h) => h.what === what)?.value), `headline '${what}'`);
+    }
+    assert.match(readFileSync(join(dir, "echo.md"), "utf8"), /## Before and after[\s\S]*\| shoal \| 8 \|/);
+  });
 });

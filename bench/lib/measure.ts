@@ -12,6 +12,11 @@ import { runWrk, type WrkOptions, type WrkResult } from "./wrk.js";
 /** Cores used by other processes above which a point is marked disturbed. */
 export const DISTURBED = 0.25;
 
+/** Whether other processes using `othersCores` cores during a point disturbed it. */
+export function disturbedBy(othersCores: number): boolean {
+  return othersCores > DISTURBED;
+}
+
 /** How points are guarded against other work on the machine. */
 export interface QuietSettings {
   /** Before each point, wait up to this long for other processes to use < DISTURBED cores (0: don't wait). */
@@ -82,7 +87,7 @@ export async function measureOnce(pid: number, wrk: WrkOptions, quietWait?: Meas
     non2xx: r.non2xx,
     socketErrors: r.socketErrors,
     load,
-    disturbed: load.foreign > DISTURBED,
+    disturbed: disturbedBy(load.foreign),
     quietWait,
     wrkCommand: r.command,
     wrkOutput: r.raw,

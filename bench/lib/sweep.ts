@@ -10,7 +10,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { layouts, type Layout } from "../scenarios/core.js";
-import { describeCpus, gitState, machineInfo, waitQuiet, type MachineInfo } from "./machine.js";
+import { againstCheckout, comparisonReport, twinGroups, withTwins, type Checkout } from "./against.js";
+import { describeCpus, gitState, loadMeter, machineInfo, treeCpuSeconds, waitQuiet, type MachineInfo } from "./machine.js";
+import { alternate, DISTURBED, disturbedBy } from "./measure.js";
 import { nodeVersions, peerVersions } from "./peers.js";
 import { fmtInt, fmtMs, markdownTable, textTable, writeResults } from "./results.js";
 import type { ScenarioContext } from "./scenario.js";
@@ -34,6 +36,10 @@ export interface Contender {
   wrkEnv?: Record<string, string>;
   /** A Prometheus histogram of batch sizes on GET /metrics (same port): the mean batch per point is recorded. */
   batchMetric?: string;
+  /** The server runs this checkout's Shoal: `--against` measures it from both checkouts. */
+  shoal?: boolean;
+  /** Where the server is started (default: the repository root). */
+  cwd?: string;
 }
 
 export interface Point {
@@ -47,6 +53,10 @@ export interface Point {
   socketErrors: number;
   /** Mean batch size formed during the point, from the server's /metrics. */
   meanBatch?: number;
+  /** Server CPU time (all threads and child processes) per answered request, µs. */
+  cpuUsPerRequest: number;
+  /** Cores used by other processes during the point (not the server, wrk or the harness). */
+  othersCores: number;
   quietWait: { waitedSec: number; busy: number };
   wrkCommand: string;
 }
@@ -61,6 +71,8 @@ export interface Cell {
   non2xx: number;
   socketErrors: number;
   meanBatch?: number;
+  /** Server CPU µs per request (median over rounds). */
+  cpuUsPerRequest: number;
 }
 
 /** A ratio the scenario is judged by, with its goal. */
@@ -81,12 +93,16 @@ export interface SweepResult {
   invocation: string;
   machine: MachineInfo;
   git: { commit: string; srcDirty: boolean };
+  /** The checkout the Shoal servers were also run from (`--against`), as `<name>@before`. */
+  against?: Checkout;
   versions: Record<string, string>;
   layout: { name: string; servers: string; wrk: string; note: string };
-  settings: { connections: number[]; rounds: number; durationSec: number; warmupSec: number; quietWaitSec: number };
+  settings: { connections: number[]; rounds: number; durationSec: number; warmupSec: number; quietWaitSec: number; retries: number };
   contenders: { name: string; config: string; unavailable?: string; command?: string; path: string; body: string }[];
   cells: Cell[];
   points: Point[];
+  /** Points measured again (`--retries`) because other processes disturbed them. */
+  discarded: Point[];
   /** Scenario-specific measurements (memory, in-process limit, ...). */
   extra: Record<string, unknown>;
   headline: Headline[];
@@ -99,12 +115,16 @@ export const sweepOptions = {
     servers: { type: "string" },
     layout: { type: "string" },
     "quiet-wait": { type: "string" },
+    retries: { type: "string" },
+    against: { type: "string" },
   },
   help: {
     "connections <list>": "concurrencies to sweep, comma-separated (default 1,8,32,64,128)",
     "servers <list>": "only these servers, comma-separated (e.g. shoal: no Python peers needed)",
     "layout <name>": "pinned (servers on one core, wrk on another) or unpinned",
     "quiet-wait <s>": "before each point, wait up to this long for other processes to use < 0.25 cores (BENCH_QUIET_WAIT; default 5)",
+    "retries <n>": `measure a server (with its twin under --against) again at that load, up to n times, when other processes used more than ${DISTURBED} cores during it (BENCH_RETRIES; default 0)`,
+    "against <dir>": "also run every Shoal server from another checkout (made by bench/tools/checkout.sh), as <name>@before, and report before/after (BENCH_AGAINST)",
   },
 } as const;
 
@@ -113,6 +133,10 @@ export interface SweepSettings {
   servers: string[] | undefined;
   layout: Layout;
   quietWaitSec: number;
+  /** How many times a disturbed point (or pair of twins) is measured again. */
+  retries: number;
+  /** The other checkout Shoal is also run from. */
+  against: Checkout | undefined;
 }
 
 /** Reads the common flags; `defaultLayout` is the scenario's choice of CPU layout. */
@@ -131,7 +155,10 @@ export function sweepSettings(ctx: ScenarioContext, defaultLayout: "pinned" | "u
   }
   const quietWaitSec = Number((v["quiet-wait"] as string | undefined) ?? process.env.BENCH_QUIET_WAIT ?? 5);
   if (!Number.isFinite(quietWaitSec) || quietWaitSec < 0) throw new Error("--quiet-wait must be a number of seconds >= 0");
-  return { connections, servers: list(v.servers as string | undefined), layout, quietWaitSec };
+  const retries = Number((v.retries as string | undefined) ?? process.env.BENCH_RETRIES ?? 0);
+  if (!Number.isInteger(retries) || retries < 0) throw new Error("--retries must be a whole number >= 0");
+  const against = againstCheckout(ctx.root, (v.against as string | undefined) ?? process.env.BENCH_AGAINST);
+  return { connections, servers: list(v.servers as string | undefined), layout, quietWaitSec, retries, against };
 }
 
 /** Whether the run includes a Python peer, i.e. needs the venv. */
@@ -169,13 +196,17 @@ export interface SweepHooks {
 /** Starts the contenders, measures them, stops them. */
 export async function sweep(ctx: ScenarioContext, scenario: string, title: string, contenders: Contender[], s: SweepSettings, hooks: SweepHooks = {}): Promise<SweepResult> {
   const { common, root, log } = ctx;
-  const chosen = contenders.filter((c) => s.servers === undefined || s.servers.includes(c.name));
+  const chosen = withTwins(
+    contenders.filter((c) => s.servers === undefined || s.servers.includes(c.name)),
+    s.against,
+  );
   const { layout } = s;
   log(`${scenario}: ${chosen.map((c) => c.name).join(", ")}; connections ${s.connections.join(", ")}; ${common.rounds} rounds of ${common.durationSec} s; warm-up ${common.warmupSec} s`);
   log(`CPU layout ${layout.name}: servers on ${describeCpus(layout.server)}, wrk on ${describeCpus(layout.wrk)} (${layout.note})`);
   const servers = new Map<string, RunningServer>();
   const failed = new Map<string, string>();
   const points: Point[] = [];
+  const discarded: Point[] = [];
   try {
     for (const c of chosen) {
       if (c.unavailable !== undefined || c.spec === undefined) continue;
@@ -185,7 +216,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
         // Environment values may name the port ({port}) or ask for another free one ({free}), e.g. MLServer's gRPC and metrics ports.
         const env: Record<string, string> = {};
         for (const [k, v] of Object.entries(c.spec.env ?? {})) env[k] = v.replaceAll("{port}", String(port)).replace("{free}", String(await freePort()));
-        servers.set(c.name, await startServer({ ...c.spec, env, name: c.name, port, cwd: root, cpus: layout.server }));
+        servers.set(c.name, await startServer({ ...c.spec, env, name: c.name, port, cwd: c.cwd ?? root, cpus: layout.server }));
       } catch (err) {
         // A peer that does not start is reported as such, not left out.
         failed.set(c.name, `did not start: ${(err as Error).message.split("\n")[0]}`);
@@ -193,11 +224,14 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
       }
     }
     const running = chosen.filter((c) => servers.has(c.name));
+    const nameWidth = Math.max(8, ...running.map((c) => c.name.length));
     await hooks.afterStart?.(servers);
     const measure = async (c: Contender, connections: number, seconds: number) => {
       const server = servers.get(c.name)!;
       const metricsUrl = `${server.url}/metrics`;
       const before = c.batchMetric === undefined ? undefined : await histogramTotals(metricsUrl, c.batchMetric);
+      const cpu0 = treeCpuSeconds(server.pid);
+      const load = loadMeter(server.pid);
       const r = await runWrk({
         url: server.url + c.path,
         connections,
@@ -207,9 +241,11 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
         env: { WRK_BODY: c.body, ...c.wrkEnv },
         cpus: layout.wrk,
       });
+      const cpuUsPerRequest = ((treeCpuSeconds(server.pid) - cpu0) / r.requests) * 1e6;
+      const othersCores = load.stop().foreign;
       const after = c.batchMetric === undefined ? undefined : await histogramTotals(metricsUrl, c.batchMetric);
       const meanBatch = before !== undefined && after !== undefined && after.count > before.count ? (after.sum - before.sum) / (after.count - before.count) : undefined;
-      return { r, meanBatch };
+      return { r, meanBatch, cpuUsPerRequest, othersCores };
     };
     const maxConnections = Math.max(...s.connections);
     for (const c of running) {
@@ -222,33 +258,49 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
         await hooks.eachRound(round);
       }
       for (const connections of s.connections) {
-        // Rotate the order each round, so a drift in the machine does not favour one server.
-        const order = running.map((_, i) => running[(i + round - 1) % running.length]!);
-        for (const c of order) {
-          const quietWait = await waitQuiet(0.25, s.quietWaitSec);
-          const { r, meanBatch } = await measure(c, connections, common.durationSec);
-          const sock = r.socketErrors;
-          const point: Point = {
-            server: c.name,
-            connections,
-            round,
-            requestsPerSec: r.requestsPerSec,
-            latencyMs: r.latency,
-            requests: r.requests,
-            non2xx: r.non2xx,
-            socketErrors: sock.connect + sock.read + sock.write + sock.timeout,
-            meanBatch,
-            quietWait,
-            wrkCommand: r.command,
-          };
-          points.push(point);
-          const bad = point.non2xx + point.socketErrors;
-          log(
-            `  round ${round} ${c.name.padEnd(8)} c=${String(connections).padEnd(3)} ${fmtInt(r.requestsPerSec).padStart(7)} req/s  p50 ${fmtMs(r.latency.p50)}  p99 ${fmtMs(r.latency.p99)} ms` +
-              (meanBatch !== undefined ? `  mean batch ${meanBatch.toFixed(1)}` : "") +
-              (quietWait.busy > 0.25 ? `  (others busy: ${quietWait.busy} cores)` : "") +
-              (bad > 0 ? `  ERRORS: non-2xx ${point.non2xx}, socket ${point.socketErrors}` : ""),
-          );
+        // Rotate the order each round, so a drift in the machine does not favour one server. A
+        // Shoal server and its twin from the other checkout are measured back to back after one
+        // wait for quiet (the first of the two swapped each round), so that they see the same machine.
+        const groups = twinGroups(running);
+        for (const group of groups.map((_, i) => groups[(i + round - 1) % groups.length]!)) {
+          for (let attempt = 0; ; attempt++) {
+            const quietWait = await waitQuiet(0.25, s.quietWaitSec);
+            const measured: Point[] = [];
+            for (const c of alternate(group, round)) {
+              const { r, meanBatch, cpuUsPerRequest, othersCores } = await measure(c, connections, common.durationSec);
+              const sock = r.socketErrors;
+              const point: Point = {
+                server: c.name,
+                connections,
+                round,
+                requestsPerSec: r.requestsPerSec,
+                latencyMs: r.latency,
+                requests: r.requests,
+                non2xx: r.non2xx,
+                socketErrors: sock.connect + sock.read + sock.write + sock.timeout,
+                meanBatch,
+                cpuUsPerRequest,
+                othersCores,
+                quietWait,
+                wrkCommand: r.command,
+              };
+              measured.push(point);
+              const bad = point.non2xx + point.socketErrors;
+              log(
+                `  round ${round} ${c.name.padEnd(nameWidth)} c=${String(connections).padEnd(3)} ${fmtInt(r.requestsPerSec).padStart(7)} req/s  p50 ${fmtMs(r.latency.p50)}  p99 ${fmtMs(r.latency.p99)} ms` +
+                  (meanBatch !== undefined ? `  mean batch ${meanBatch.toFixed(1)}` : "") +
+                  `  CPU ${cpuUsPerRequest.toFixed(0)} µs/req` +
+                  (disturbedBy(othersCores) ? `  DISTURBED: others used ${othersCores.toFixed(2)} cores` : "") +
+                  (bad > 0 ? `  ERRORS: non-2xx ${point.non2xx}, socket ${point.socketErrors}` : ""),
+              );
+            }
+            if (!measured.some((p) => disturbedBy(p.othersCores)) || attempt >= s.retries) {
+              points.push(...measured);
+              break;
+            }
+            discarded.push(...measured);
+            log(`  measuring again (${attempt + 1}/${s.retries})`);
+          }
         }
       }
     }
@@ -273,6 +325,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
         non2xx: ps.reduce((a, p) => a + p.non2xx, 0),
         socketErrors: ps.reduce((a, p) => a + p.socketErrors, 0),
         meanBatch: batches.length > 0 ? spread(batches).median : undefined,
+        cpuUsPerRequest: med((p) => p.cpuUsPerRequest),
       });
     }
   }
@@ -284,9 +337,10 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
     invocation: `npm run bench -- ${process.argv.slice(2).join(" ")}`,
     machine,
     git: gitState(root),
+    ...(s.against !== undefined ? { against: s.against } : {}),
     versions: { ...nodeVersions(root), wrk: machine.wrk, ...(contenders.some((c) => c.spec?.program !== undefined) ? peerVersions(root) : {}) },
     layout: { name: layout.name, servers: describeCpus(layout.server), wrk: describeCpus(layout.wrk), note: layout.note },
-    settings: { connections: s.connections, rounds: common.rounds, durationSec: common.durationSec, warmupSec: common.warmupSec, quietWaitSec: s.quietWaitSec },
+    settings: { connections: s.connections, rounds: common.rounds, durationSec: common.durationSec, warmupSec: common.warmupSec, quietWaitSec: s.quietWaitSec, retries: s.retries },
     contenders: chosen.map((c) => ({
       name: c.name,
       config: c.config,
@@ -297,6 +351,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
     })),
     cells,
     points,
+    discarded,
     extra: {},
     headline: [],
   };
@@ -335,6 +390,8 @@ export const HEADLINE_HEADERS = ["ratio", "value", "goal", "verdict", "note"];
  * headline. `sections` are extra Markdown paragraphs (limits, memory) placed before the table.
  */
 export function report(ctx: ScenarioContext, result: SweepResult, sections: string[] = []): void {
+  const comparison = comparisonReport(result);
+  if (comparison !== undefined) result.headline = [...comparison.headline, ...result.headline];
   const names = result.contenders.filter((c) => c.unavailable === undefined).map((c) => c.name);
   const series = (f: (c: Cell) => [number, number]) =>
     names.map((name) => ({ name, points: result.cells.filter((c) => c.server === name).map(f) }));
@@ -351,8 +408,8 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     join(ctx.resultsDir, plots.latency),
     lineChart(series((c) => [c.requestsPerSec.median, c.p99Ms]), { title: `${result.title}: p99 latency against throughput`, xLabel: "requests/s (median)", yLabel: "p99 latency, ms" }),
   );
-  const headers = ["server", "conns", "req/s (median)", "req/s range", "p50 ms", "p90 ms", "p99 ms", "mean batch", "non-2xx", "socket errors", "note"];
-  const align = ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"] as const;
+  const headers = ["server", "conns", "req/s (median)", "req/s range", "p50 ms", "p90 ms", "p99 ms", "mean batch", "CPU µs/req", "non-2xx", "socket errors", "note"];
+  const align = ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"] as const;
   const rows = result.cells.map((c) => [
     c.server,
     String(c.connections),
@@ -362,11 +419,12 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     fmtMs(c.p90Ms),
     fmtMs(c.p99Ms),
     c.meanBatch === undefined ? "" : c.meanBatch.toFixed(1),
+    Number.isFinite(c.cpuUsPerRequest) ? c.cpuUsPerRequest.toFixed(0) : "",
     String(c.non2xx),
     String(c.socketErrors),
     "",
   ]);
-  for (const c of result.contenders) if (c.unavailable !== undefined) rows.push([c.name, "–", "n/a", "", "", "", "", "", "", "", `not measured: ${c.unavailable}`]);
+  for (const c of result.contenders) if (c.unavailable !== undefined) rows.push([c.name, "–", "n/a", "", "", "", "", "", "", "", "", `not measured: ${c.unavailable}`]);
   const s = result.settings;
   const md = [
     `# ${result.title}`,
@@ -377,7 +435,7 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     `- Machine: ${result.machine.nproc} CPUs, ${result.machine.cpuModel}, ${result.machine.kernel}`,
     `- Versions: ${Object.entries(result.versions).map(([k, v]) => `${k} ${v}`).join(", ")}`,
     `- CPU layout **${result.layout.name}**: servers on ${result.layout.servers}, wrk on ${result.layout.wrk} (${result.layout.note})`,
-    `- Load: wrk, 1 thread, connections ${s.connections.join(", ")}; ${s.rounds} rounds of ${s.durationSec} s per point after a ${s.warmupSec} s warm-up per server; servers interleaved (order rotated each round); medians over rounds; before each point the harness waited up to ${s.quietWaitSec} s for a quiet machine`,
+    `- Load: wrk, 1 thread, connections ${s.connections.join(", ")}; ${s.rounds} rounds of ${s.durationSec} s per point after a ${s.warmupSec} s warm-up per server; servers interleaved (order rotated each round); medians over rounds; before each point the harness waited up to ${s.quietWaitSec} s for a quiet machine${s.retries > 0 ? ` and measured a point again, up to ${s.retries} times, when other processes used more than ${DISTURBED} cores during it` : ""}`,
     "",
     "## Servers",
     "",
@@ -390,12 +448,13 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     "",
     `![throughput](${plots.throughput}) ![p99 latency](${plots.latency})`,
     "",
+    ...(comparison?.markdown ?? []),
     "## Headline",
     "",
     markdownTable(HEADLINE_HEADERS, headlineRows(result.headline)),
     "",
   ].join("\n");
   const written = writeResults(ctx.resultsDir, result.scenario, result, md);
-  process.stdout.write("\n" + textTable(headers, rows, align) + "\n\n" + textTable(HEADLINE_HEADERS, headlineRows(result.headline)) + "\n\n");
+  process.stdout.write("\n" + textTable(headers, rows, align) + "\n\n" + (comparison !== undefined ? `before and after:\n\n${comparison.text}\n\n` : "") + textTable(HEADLINE_HEADERS, headlineRows(result.headline)) + "\n\n");
   process.stdout.write(`results: ${[written.json, written.md, join(ctx.resultsDir, plots.throughput), join(ctx.resultsDir, plots.latency)].map((f) => relative(process.cwd(), f)).join(", ")}\n`);
 }

@@ -26,6 +26,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const contenders: Contender[] = [
     {
       name: "shoal",
+      shoal: true,
       config: `bench/servers/shoal-exp.ts: the CalculateExp Worker, one stage, num ${workers}, no batching, --log-level warn`,
       spec: { script: "bench/servers/shoal-exp.ts", args: ["--num", workers, "--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json"], probe: json },
       path: "/inference",

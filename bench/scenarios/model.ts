@@ -62,6 +62,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const contenders: Contender[] = [
     {
       name: "shoal",
+      shoal: true,
       config: `\`shoal serve ${model}\` (shoal/onnx), ${batching}; JSON in and out, like the peers`,
       spec: shoalSpec,
       path: "/inference",
@@ -70,6 +71,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
     },
     {
       name: "shoal-mp",
+      shoal: true,
       config: `the same Shoal server, with its binary alternative: \`application/msgpack\` bodies carrying the rows as raw float32 bytes (${relative(root, binaryFile)}), answers likewise`,
       spec: shoalSpec,
       path: "/inference",

@@ -35,6 +35,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const contenders: Contender[] = [
     {
       name: "shoal",
+      shoal: true,
       config: "bench/servers/shoal-pipeline.ts: Featurize (num 2) → shoal/onnx (num 1, 1 intra-op thread, max batch 32, wait 5 ms)",
       spec: { script: "bench/servers/shoal-pipeline.ts", args: ["--model", model, "--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json"], probe, startTimeoutMs: 60_000 },
       path: "/inference",
