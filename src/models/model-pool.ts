@@ -2,7 +2,6 @@ import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/registry.js";
 import { Dispatcher, type Chooser, type Flight, type IdleWorkers } from "../scheduling/dispatcher.js";
-import type { Task } from "../scheduling/task.js";
 import type { ChannelFactory } from "../workers/channel.js";
 import type { RequestLimits } from "../workers/messages.js";
 import type { Pool } from "../workers/pool.js";
@@ -163,19 +162,9 @@ export class ModelPool implements Hosting, Chooser {
     if (model.state === "unloaded") this.#versions.delete(keyOf(model.spec.name, model.spec.version));
   }
 
-  /**
-   * Queues a request for a model. An evicted model is loaded again; the request waits in the
-   * queue meanwhile, within its deadline.
-   */
-  admit(model: ModelVersion, task: Task): ShoalError | undefined {
-    if (model.state === "failed") return new ShoalError("NOT_READY", `model ${model.label} failed to load: ${model.reason}`);
-    if (model.state === "unloading" || model.state === "unloaded") return new ShoalError("NOT_FOUND", `model ${model.label} is ${model.state}`);
-    const refused = model.queue.admit(task);
-    if (refused !== undefined) return refused;
-    model.lastUsed = performance.now();
-    if (model.state === "evicted") void this.#load(model);
-    else this.pump();
-    return undefined;
+  /** Loads again a model evicted to make room, for the requests queued meanwhile. */
+  loadAgain(model: ModelVersion): void {
+    void this.#load(model);
   }
 
   /** Stops every worker once what it runs is done; resolves when all have exited. */

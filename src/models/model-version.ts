@@ -22,8 +22,8 @@ export interface ModelMetadata {
 
 /** What a model version needs of the pool that serves it. */
 export interface Hosting {
-  /** Queues a request for `model`, or says why not. */
-  admit(model: ModelVersion, task: Task): ShoalError | undefined;
+  /** Loads again a model evicted to make room. */
+  loadAgain(model: ModelVersion): void;
   /** Hands queued requests to free workers. */
   pump(): void;
   /** A batch of `instance` is back, or lost: an old instance may leave now. */
@@ -169,9 +169,19 @@ export class ModelVersion implements Step {
     return this.current !== undefined && (this.state === "ready" || this.state === "unloading");
   }
 
-  /** Queues a request for it on the shared pool. */
+  /**
+   * Queues a request for it. An evicted model is loaded again; the request waits in the queue
+   * meanwhile, within its deadline.
+   */
   admit(task: Task): ShoalError | undefined {
-    return this.hosting.admit(this, task);
+    if (this.state === "failed") return new ShoalError("NOT_READY", `model ${this.label} failed to load: ${this.reason}`);
+    if (this.state === "unloading" || this.state === "unloaded") return new ShoalError("NOT_FOUND", `model ${this.label} is ${this.state}`);
+    const refused = this.queue.admit(task);
+    if (refused !== undefined) return refused;
+    this.lastUsed = performance.now();
+    if (this.state === "evicted") this.hosting.loadAgain(this);
+    else this.hosting.pump();
+    return undefined;
   }
 
   /** Resolves when it has nothing queued and nothing in workers. */
