@@ -39,6 +39,8 @@ export class ModelPool implements Hosting, Chooser {
   readonly #options: ModelPoolOptions;
   readonly #log: Logger;
   readonly #versions = new Map<string, ModelVersion>();
+  /** The same versions in an array, for the chooser's turns. */
+  #order: ModelVersion[] = [];
   readonly #replicas: Replicas;
   /** Where the round of model versions offered to free workers starts next: each gets its turn. */
   #turn = 0;
@@ -159,7 +161,7 @@ export class ModelPool implements Hosting, Chooser {
 
   /** Forgets a version that is unloaded (gone from its repository). */
   remove(model: ModelVersion): void {
-    if (model.state === "unloaded") this.#versions.delete(keyOf(model.spec.name, model.spec.version));
+    if (model.state === "unloaded" && this.#versions.delete(keyOf(model.spec.name, model.spec.version))) this.#order = [...this.#versions.values()];
   }
 
   /** Loads again a model evicted to make room, for the requests queued meanwhile. */
@@ -185,14 +187,14 @@ export class ModelPool implements Hosting, Chooser {
    * needed by other models.
    */
   next(idle: IdleWorkers): Flight | undefined {
-    const versions = [...this.#versions.values()];
-    const free = new Set(idle.idleWorkers());
+    const versions = this.#order;
+    const isFree = (workerId: number) => idle.isIdle(workerId);
     for (let k = 0; k < versions.length; k++) {
       const at = (this.#turn + k) % versions.length;
       const model = versions[at]!;
       if (!model.serving || model.queue.queued === 0) continue;
       const instance = model.current!;
-      const workerId = pickWorker(instance.workers, free, (w) => this.#replicas.othersWaiting(w, instance));
+      const workerId = pickWorker(instance.workers, isFree, (w) => this.#replicas.othersWaiting(w, instance));
       if (workerId === undefined) continue;
       const tasks = model.queue.next();
       if (tasks === undefined) continue;
@@ -242,7 +244,10 @@ export class ModelPool implements Hosting, Chooser {
   #version(spec: ModelSpec): ModelVersion {
     const key = keyOf(spec.name, spec.version);
     let model = this.#versions.get(key);
-    if (model === undefined) this.#versions.set(key, (model = new ModelVersion(spec, this, this.#options.capacity, this.#options.metrics)));
+    if (model === undefined) {
+      this.#versions.set(key, (model = new ModelVersion(spec, this, this.#options.capacity, this.#options.metrics)));
+      this.#order = [...this.#versions.values()];
+    }
     return model;
   }
 

@@ -33,11 +33,11 @@ export function placeReplicas(candidates: readonly WorkerLoad[], want: number): 
  * @param holders the workers that hold the model, in the order they loaded it
  * @param othersWaiting requests queued for the other models a worker holds
  */
-export function pickWorker(holders: Iterable<number>, free: ReadonlySet<number>, othersWaiting: (workerId: number) => number): number | undefined {
+export function pickWorker(holders: Iterable<number>, isFree: (workerId: number) => boolean, othersWaiting: (workerId: number) => number): number | undefined {
   let best: number | undefined;
   let fewest = Infinity;
   for (const workerId of holders) {
-    if (!free.has(workerId)) continue;
+    if (!isFree(workerId)) continue;
     const waiting = othersWaiting(workerId);
     if (waiting < fewest) [best, fewest] = [workerId, waiting];
   }

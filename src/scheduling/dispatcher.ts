@@ -37,8 +37,7 @@ export interface Flight {
 /** The free workers, as a chooser may look at them. */
 export interface IdleWorkers {
   readonly hasIdle: boolean;
-  /** Their ids, most recently freed last. */
-  idleWorkers(): number[];
+  isIdle(workerId: number): boolean;
 }
 
 /**

@@ -25,6 +25,9 @@ export interface Failures {
 
 const STAGE_FAILURES: Failures = { undecodable: "DECODING", failedItem: (error) => error };
 
+/** Who runs the batches: a stage's worker, or one model instance on a worker of the shared pool (named by its instance). */
+export type RunnerIdentity = Pick<StageBoot, "workerId" | "stageName" | "maxBatchSize" | "num" | "limits">;
+
 /**
  * The worker side of a stage or of a model instance, whatever the channel: builds the user's
  * Worker, then runs each batch as decode (first stage) → forward → encode (last stage), keeping
@@ -42,7 +45,7 @@ export class BatchRunner<W extends Worker = Worker> {
 
   private constructor(
     readonly worker: W,
-    readonly boot: StageBoot,
+    readonly boot: RunnerIdentity,
     readonly failures: Failures,
   ) {
     const cls = worker.constructor as WorkerClass;
@@ -56,7 +59,7 @@ export class BatchRunner<W extends Worker = Worker> {
    * examples, and starts reporting its metrics through `send`. `failures` are a stage's unless
    * given.
    */
-  static async start<W extends Worker>(cls: new () => W, boot: StageBoot, send: (message: FromWorker) => void, failures = STAGE_FAILURES): Promise<BatchRunner<W>> {
+  static async start<W extends Worker>(cls: new () => W, boot: RunnerIdentity, send: (message: FromWorker) => void, failures = STAGE_FAILURES): Promise<BatchRunner<W>> {
     const worker = new cls();
     worker.workerId = boot.workerId;
     worker.stage = boot.stageName;

@@ -1,6 +1,6 @@
 import { errorToWire } from "../errors.js";
-import { BatchRunner } from "./batch-runner.js";
-import type { FromWorker, LoadMessage, RequestLimits, StageBoot, ToWorker } from "./messages.js";
+import { BatchRunner, type RunnerIdentity } from "./batch-runner.js";
+import type { FromWorker, LoadMessage, RequestLimits, ToWorker } from "./messages.js";
 import { modelClass } from "./model-classes.js";
 import { V2_FAILURES, type V2Worker } from "./v2-worker.js";
 
@@ -47,7 +47,7 @@ export class ModelHost {
 
   async #load(message: LoadMessage): Promise<FromWorker> {
     try {
-      const boot: StageBoot = { moduleUrl: message.runtime, stageIndex: -1, stageName: message.model, className: "", workerId: this.workerId, maxBatchSize: message.maxBatchSize, num: message.workers, limits: this.limits };
+      const boot: RunnerIdentity = { stageName: message.model, workerId: this.workerId, maxBatchSize: message.maxBatchSize, num: message.workers, limits: this.limits };
       const cls = await modelClass(message);
       // The Worker's own metrics are labelled with its model, which shares the worker with others.
       const label = message.version === "" ? message.name : `${message.name}/${message.version}`;

@@ -123,9 +123,9 @@ export class Pool<H> {
     return this.#idle.length > 0;
   }
 
-  /** The ids of the workers that are free, most recently freed last. */
-  idleWorkers(): number[] {
-    return this.#idle.map((h) => h.workerId);
+  /** Whether worker `workerId` is free. */
+  isIdle(workerId: number): boolean {
+    return this.#handles.get(workerId)?.state === "idle";
   }
 
   /** The ids of the workers started and alive. */
