@@ -32,6 +32,11 @@ interface Exchange {
   response?: V2Body;
 }
 
+// A request's exchange rides on the meta object the runner hands to `decode` and `encode`, which
+// lives as long as its item: a WeakMap would do the same at a cost to every garbage collection.
+const EXCHANGE = Symbol("v2 exchange");
+type Carrier = RequestMeta & { [EXCHANGE]?: Exchange };
+
 /**
  * A model's Worker class that speaks V2: `decode` reads a V2 request within the worker's limits
  * and gives `forward()` what `adapt` makes of it; `encode` writes the V2 response to that request
@@ -49,8 +54,6 @@ export function speakingV2<W extends Worker>(
   const Base = base as new () => Worker & { forward(data: unknown, meta: unknown): unknown };
   const cls = class extends Base implements V2Worker {
     #adapter!: Adapter;
-    // Kept by the meta object the runner hands to both, which lives as long as its item.
-    readonly #exchanges = new WeakMap<RequestMeta, Exchange>();
 
     constructor() {
       super();
@@ -74,12 +77,12 @@ export function speakingV2<W extends Worker>(
     override decode(body: Uint8Array, meta: RequestMeta): unknown {
       const request = decodeInferenceRequest(body, headerLength(meta), this.limits);
       const input = this.adapter.toInput(request);
-      this.#exchanges.set(meta, { request });
+      (meta as Carrier)[EXCHANGE] = { request };
       return input;
     }
 
     override encode(output: unknown, meta: RequestMeta): Uint8Array {
-      const exchange = this.#exchanges.get(meta)!;
+      const exchange = (meta as Carrier)[EXCHANGE]!;
       const { request } = exchange;
       const outputs = this.adapter.toTensors(output);
       const response = { model_name: model.name, outputs, ...(model.version === "" ? {} : { model_version: model.version }), ...(request.id === undefined ? {} : { id: request.id }) };
@@ -89,11 +92,11 @@ export function speakingV2<W extends Worker>(
     }
 
     override responseType(meta: RequestMeta): string {
-      return this.#exchanges.get(meta)?.response?.contentType ?? this.contentType;
+      return (meta as Carrier)[EXCHANGE]?.response?.contentType ?? this.contentType;
     }
 
     override responseHeaders(meta: RequestMeta): Record<string, string> | undefined {
-      const length = this.#exchanges.get(meta)?.response?.headerLength;
+      const length = (meta as Carrier)[EXCHANGE]?.response?.headerLength;
       return length === undefined ? undefined : { [HEADER_LENGTH]: String(length) };
     }
   };
