@@ -50,6 +50,7 @@ export class BatchQueue {
   /** Called by a queued task that settles (deadline, disconnect): it leaves the queue now. */
   unqueue(task: Task): void {
     this.#queue.remove(task);
+    task.queueMs += this.now() - task.enqueuedAt;
   }
 
   /**
@@ -74,8 +75,10 @@ export class BatchQueue {
   /** Takes every queued task out, for another queue to serve (a model's new instance). */
   drain(): Task[] {
     const tasks: Task[] = [];
+    const now = this.now();
     for (let task = this.#queue.shift(); task !== undefined; task = this.#queue.shift()) {
       task.queuedIn = null;
+      task.queueMs += now - task.enqueuedAt;
       tasks.push(task);
     }
     return tasks;
@@ -87,11 +90,13 @@ export class BatchQueue {
       const task = this.#queue.shift();
       if (task === undefined) break;
       task.queuedIn = null;
+      const waited = now - task.enqueuedAt;
+      task.queueMs += waited;
       if (task.deadline <= now) {
         task.fail(new ShoalError("TIMEOUT", "the deadline passed while the request was queued"));
         continue;
       }
-      this.waited(now - task.enqueuedAt);
+      this.waited(waited);
       tasks.push(task);
     }
     return tasks;

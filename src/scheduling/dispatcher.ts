@@ -100,11 +100,17 @@ export class Dispatcher {
     }
     if (flight.to.batches) flight.to.metrics.batch(tasks.length);
     const message = flight.model === undefined ? { kind: "batch" as const, items } : { kind: "batch" as const, items, model: flight.model };
-    this.pool.dispatch(flight, message, transfer.length > 0 ? attached(transfer) : transfer, flight.workerId);
+    const workerId = this.pool.dispatch(flight, message, transfer.length > 0 ? attached(transfer) : transfer, flight.workerId);
+    // A task of several steps keeps its last batch's size and worker.
+    for (const task of tasks) {
+      task.batchSize = tasks.length;
+      task.workerId = workerId;
+    }
   }
 
   #done(flight: Flight, result: ResultMessage, contentType: string, elapsedMs: number): void {
     const { tasks, to } = flight;
+    for (const task of tasks) task.forwardMs += elapsedMs;
     to.metrics.forward(elapsedMs);
     to.landed(flight, elapsedMs);
     if (result.error !== undefined) {

@@ -9,6 +9,8 @@ export interface Step {
    * coming from an earlier step was already accepted and is always queued.
    */
   admit(task: Task): ShoalError | undefined;
+  /** The model version it is, for a model's step: names it in the access log. */
+  readonly label?: string;
 }
 
 /** How a task's answer reaches its client. The HTTP front implements it. */
@@ -42,6 +44,14 @@ export class Task {
   decoded = false;
   /** When set, each stage appends how long its forward call took (dry runs). */
   trace: { stage: string; ms: number }[] | undefined;
+  /** Time spent in queues so far, every step's together, in ms. */
+  queueMs = 0;
+  /** Time its batches spent at workers so far (round trip included), every step's together, in ms. */
+  forwardMs = 0;
+  /** The size of the last batch it was sent in (0: never sent). */
+  batchSize = 0;
+  /** The worker that ran its last batch (an id within the stage, or within the shared pool). */
+  workerId: number | undefined;
 
   readonly #reply: Reply;
 

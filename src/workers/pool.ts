@@ -153,10 +153,11 @@ export class Pool<H> {
   }
 
   /**
-   * Sends a batch to a free worker (worker `workerId`, which must be free, when given); the owner
-   * hears back through `onBatchDone` or `onBatchLost`, with `handle`.
+   * Sends a batch to a free worker (worker `workerId`, which must be free, when given) and
+   * returns the id of the worker it went to; the owner hears back through `onBatchDone` or
+   * `onBatchLost`, with `handle`.
    */
-  dispatch(handle: H, message: Omit<BatchMessage, "seq">, transfer: ArrayBuffer[], workerId?: number): void {
+  dispatch(handle: H, message: Omit<BatchMessage, "seq">, transfer: ArrayBuffer[], workerId?: number): number {
     const at = workerId === undefined ? this.#idle.length - 1 : this.#idle.findIndex((h) => h.workerId === workerId);
     const worker = this.#idle.splice(at, 1)[0]!;
     worker.state = "busy";
@@ -165,6 +166,7 @@ export class Pool<H> {
     worker.sentAt = performance.now();
     worker.timer = setTimeout(() => this.#overrun(worker), this.#options.timeoutMs);
     worker.channel.send({ ...message, seq }, transfer);
+    return worker.workerId;
   }
 
   /** Sends a message other than a batch (a model load or unload) to a live worker. */
