@@ -51,6 +51,10 @@ export interface ServerConfig {
   keepAliveTimeoutMs: number;
   /** Most open connections; more are closed at once (0: no limit). */
   maxConnections: number;
+  /** Write one `access` log line per inference request answered. */
+  accessLog: boolean;
+  /** The share of answered requests the access log writes, from 0 to 1. */
+  accessLogSample: number;
 }
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
@@ -73,6 +77,13 @@ function originList(value: string): string[] {
     if (origin !== "*" && !/^https?:\/\/[^/\s]+$/.test(origin)) throw new InvalidArgumentError(`'${origin}' is not an origin such as https://app.example.com, or *`);
   }
   return origins;
+}
+
+// A share from 0 to 1, such as 0.1.
+function fraction(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError("expected a number from 0 to 1");
+  return n;
 }
 
 function metricPrefix(value: string): string {
@@ -111,6 +122,8 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--request-timeout <ms>", "time a client has to send a whole request, body included; then 408").env("SHOAL_REQUEST_TIMEOUT").argParser(integer(1)).default(defaults.requestTimeoutMs),
     new Option("--keep-alive-timeout <ms>", "how long an idle keep-alive connection stays open").env("SHOAL_KEEP_ALIVE_TIMEOUT").argParser(integer(1)).default(defaults.keepAliveTimeoutMs),
     new Option("--max-connections <n>", "most open connections; more are closed at once (0: no limit)").env("SHOAL_MAX_CONNECTIONS").argParser(integer(0)).default(defaults.maxConnections),
+    new Option("--access-log", "log one 'access' line per inference request answered").env("SHOAL_ACCESS_LOG").default(defaults.accessLog),
+    new Option("--access-log-sample <rate>", "the share of answered requests the access log writes, from 0 to 1").env("SHOAL_ACCESS_LOG_SAMPLE").argParser(fraction).default(defaults.accessLogSample),
   ];
 }
 
@@ -141,6 +154,8 @@ export function defaultConfig(): ServerConfig {
     requestTimeoutMs: 30_000,
     keepAliveTimeoutMs: 5_000,
     maxConnections: 4096,
+    accessLog: false,
+    accessLogSample: 1,
   };
 }
 
@@ -182,6 +197,8 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     requestTimeoutMs: o.requestTimeout,
     keepAliveTimeoutMs: o.keepAliveTimeout,
     maxConnections: o.maxConnections,
+    accessLog: Boolean(o.accessLog),
+    accessLogSample: o.accessLogSample,
   };
 }
 

@@ -29,6 +29,8 @@ describe("bad flags and variables", () => {
     ["SHOAL_TIMEOUT=-1", [], { SHOAL_TIMEOUT: "-1" }, /SHOAL_TIMEOUT.*invalid/],
     ["SHOAL_PORT=abc", [], { SHOAL_PORT: "abc" }, /SHOAL_PORT.*invalid/],
     ["SHOAL_LOG_FORMAT=xml", [], { SHOAL_LOG_FORMAT: "xml" }, /SHOAL_LOG_FORMAT.*invalid/],
+    ["--access-log-sample 2", ["--access-log-sample", "2"], {}, /--access-log-sample.*'2'.*invalid/],
+    ["SHOAL_ACCESS_LOG_SAMPLE=often", [], { SHOAL_ACCESS_LOG_SAMPLE: "often" }, /SHOAL_ACCESS_LOG_SAMPLE.*invalid/],
   ];
   for (const [name, args, env, pattern] of cases) {
     test(`${name}: non-zero exit with a one-line error`, async () => {

@@ -7,6 +7,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/registry.js";
 import { Task, type Step } from "../scheduling/task.js";
 import { AccessPolicy, corsScope, isPreflight, type CorsScope } from "./access.js";
+import { AccessLog } from "./access-log.js";
 import { Exchange, sendError, type Answered } from "./answers.js";
 import { discardBounds, receiveBody, type Body } from "./body.js";
 import { ByteBudget, type Hold } from "./budget.js";
@@ -52,6 +53,8 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   readonly metrics: Metrics;
   readonly docs: ApiDocs;
   readonly health: Health;
+  /** Set when the access log is on (`--access-log`, with a sample above 0). */
+  readonly accessLog: AccessLog | undefined;
   readonly #server: NodeServer;
   readonly #routes: Map<string, Route>;
   readonly #config: ServerConfig;
@@ -78,6 +81,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     this.docs = docs;
     this.#delegate = delegate?.(this);
     this.#budget = new ByteBudget(config.maxInflightBytes);
+    this.accessLog = config.accessLog && config.accessLogSample > 0 ? new AccessLog(logger, config.accessLogSample) : undefined;
     // node:http's own answer to a request without Host is a bare 400: the front gives its own.
     this.#server = createServer({ ...httpLimits(config), requireHostHeader: false }, (req, res) => this.#handle(req, res));
     // net.Server closes connections past its maxConnections as soon as they are accepted.
@@ -248,11 +252,11 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     if (req.method !== "POST") {
       // The path as the client wrote it: a V2 request's own path is its model's canonical one.
       const written = (req.url ?? path).split("?", 1)[0];
-      this.#refuse(path, arrival, res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${written}; use POST`), { allow: "POST" });
+      this.#refuse(path, steps, arrival, res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${written}; use POST`), { allow: "POST" });
       return;
     }
     if (this.#draining) {
-      this.#refuse(path, arrival, res, requestId, new ShoalError("SHUTTING_DOWN", "the server is shutting down"), { connection: "close" });
+      this.#refuse(path, steps, arrival, res, requestId, new ShoalError("SHUTTING_DOWN", "the server is shutting down"), { connection: "close" });
       return;
     }
     const hold = this.#budget.hold();
@@ -261,18 +265,20 @@ export class HttpFront implements Intake, Answered, BuiltinState {
       hold,
       done: (body) =>
         this.guard(res, requestId, () => {
-          if (body.bytes.byteLength === 0) this.#refuse(path, arrival, res, requestId, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
+          if (body.bytes.byteLength === 0) this.#refuse(path, steps, arrival, res, requestId, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
           else this.#accept(path, steps, req, res, requestId, arrival, body, hold);
         }),
-      refused: (error, close) => this.guard(res, requestId, () => this.#refuse(path, arrival, res, requestId, error, close ? { connection: "close" } : undefined, hold)),
+      refused: (error, close) => this.guard(res, requestId, () => this.#refuse(path, steps, arrival, res, requestId, error, close ? { connection: "close" } : undefined, hold)),
     });
   }
 
   // Answers a route request that was not accepted, counts it, and returns its body's bytes.
-  #refuse(path: string, arrival: number, res: ServerResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders, hold?: Hold): void {
+  #refuse(path: string, steps: readonly Step[], arrival: number, res: ServerResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders, hold?: Hold): void {
+    const bytesIn = hold?.bytes ?? 0;
     hold?.release();
-    sendError(res, requestId, error, headers);
+    const bytesOut = sendError(res, requestId, error, headers);
     this.answered(path, error.status, arrival);
+    if (this.accessLog?.sampled()) this.accessLog.write(res.req, { requestId, status: error.status, durationMs: performance.now() - arrival, bytesIn, bytesOut, route: path, steps });
   }
 
   /** Counts an answer to a request of `path`. */
@@ -284,11 +290,11 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     const timeoutMs = this.#config.timeoutMs;
     // A request that took its whole deadline to arrive is not queued at all.
     if (performance.now() - arrival >= timeoutMs) {
-      this.#refuse(path, arrival, res, requestId, new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`), undefined, hold);
+      this.#refuse(path, steps, arrival, res, requestId, new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`), undefined, hold);
       return;
     }
     const meta = { requestId, headers: req.headers, deadline: Date.now() - (performance.now() - arrival) + timeoutMs, route: path };
-    const exchange = new Exchange(this, path, arrival, res, requestId, hold);
+    const exchange = new Exchange(this, path, arrival, res, requestId, hold, body.bytes.byteLength);
     const task = new Task(steps, meta, arrival + timeoutMs, body.bytes, body.transfer, exchange);
     exchange.task = task;
     this.#accepted.add(task);
