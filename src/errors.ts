@@ -58,6 +58,16 @@ export class ShoalError extends Error {
     return ERRORS[this.code].status;
   }
 
+  /**
+   * Whether the request failed for a reason of the client's: a 4xx. Such a failure is the
+   * client's answer, not the operator's concern: logged at most at `debug`, never with a stack.
+   * A 408 counts here: the request's own deadline passed; a worker too slow for it is logged once,
+   * as a warning, when the pool replaces it.
+   */
+  get clientFault(): boolean {
+    return this.status < 500;
+  }
+
   /** The text sent to the client: the table's prefix, then the detail if there is one. */
   get publicMessage(): string {
     const { prefix } = ERRORS[this.code];
@@ -92,7 +102,7 @@ export class ValidationError extends ShoalError {
   }
 }
 
-/** The worker failed in a way it wants the client to see: 500 `internal error: …`. */
+/** The worker failed in a way it wants the client to see: 500 `internal error: …`, logged with its stack. */
 export class ServerError extends ShoalError {
   constructor(message = "") {
     super("SERVER", message);
@@ -115,11 +125,12 @@ export interface WireError {
 }
 
 /**
- * Turns anything thrown into its wire form. Shoal errors keep their code and text; anything
- * else becomes `fallback` (INTERNAL unless said otherwise) with its stack kept for the log.
+ * Turns anything thrown into its wire form. Shoal errors keep their code and text, and those of
+ * the server's making (a 5xx) their stack for the log; anything else becomes `fallback` (INTERNAL
+ * unless said otherwise) with its stack kept for the log.
  */
 export function errorToWire(err: unknown, fallback: ErrorCode = "INTERNAL"): WireError {
-  if (err instanceof ShoalError) return { code: err.code, message: err.message };
+  if (err instanceof ShoalError) return err.clientFault ? { code: err.code, message: err.message } : { code: err.code, message: err.message, stack: err.stack ?? err.message };
   const stack = err instanceof Error ? (err.stack ?? String(err)) : String(err);
   if (fallback === "INTERNAL") return { code: fallback, message: "", stack };
   const message = err instanceof Error ? err.message : String(err);

@@ -114,8 +114,8 @@ export class Dispatcher {
     to.metrics.forward(elapsedMs);
     to.landed(flight, elapsedMs);
     if (result.error !== undefined) {
-      this.#unexpected(to, result.error.stack, tasks[0]);
       const error = errorFromWire(result.error);
+      this.#unexpected(to, result.error.stack, error, tasks[0]);
       for (const task of tasks) if (!task.settled) to.failed(task, error);
       return;
     }
@@ -127,14 +127,20 @@ export class Dispatcher {
       if (item.ok) {
         to.succeeded(task, item, contentType);
       } else {
-        this.#unexpected(to, item.error.stack, task);
-        to.failed(task, errorFromWire(item.error));
+        const error = errorFromWire(item.error);
+        this.#unexpected(to, item.error.stack, error, task);
+        to.failed(task, error);
       }
     }
   }
 
-  // Unexpected exceptions reach the log with their stack; the client only sees a generic 500.
-  #unexpected(to: Delivery, stack: string | undefined, task: Task | undefined): void {
-    if (stack !== undefined) this.#log.error({ ...to.logFields, requestId: task?.meta.requestId, err: stack }, "forward failed");
+  // A failure of the server's making (an unexpected exception, a ServerError) reaches the log with
+  // its stack; the client sees only its 500. One the client caused (a body its Worker could not
+  // decode: a 400) is answered and is no concern of the operator's: a debug line, no stack.
+  #unexpected(to: Delivery, stack: string | undefined, error: ShoalError, task: Task | undefined): void {
+    if (stack === undefined) return;
+    const requestId = task?.meta.requestId;
+    if (error.clientFault) this.#log.debug({ ...to.logFields, requestId, status: error.status, error: error.publicMessage }, "request failed");
+    else this.#log.error({ ...to.logFields, requestId, err: stack }, "forward failed");
   }
 }

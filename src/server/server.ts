@@ -265,6 +265,8 @@ export class Server {
       await front.drain(config.timeoutMs);
       await Promise.all(pools.map((pool) => pool.close()));
       await front.close();
+      // The counts of collapsed error lines still pending.
+      logger.flush();
       logger.info("stopped");
       process.exit(0);
     };
