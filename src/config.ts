@@ -51,6 +51,10 @@ export interface ServerConfig {
   keepAliveTimeoutMs: number;
   /** Most open connections; more are closed at once (0: no limit). */
   maxConnections: number;
+  /** Worker restarts within `restartWindowMs` beyond which `/healthz` answers 503 (0: never). */
+  maxRestarts: number;
+  /** The window `maxRestarts` counts in, in ms. */
+  restartWindowMs: number;
 }
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
@@ -111,6 +115,8 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--request-timeout <ms>", "time a client has to send a whole request, body included; then 408").env("SHOAL_REQUEST_TIMEOUT").argParser(integer(1)).default(defaults.requestTimeoutMs),
     new Option("--keep-alive-timeout <ms>", "how long an idle keep-alive connection stays open").env("SHOAL_KEEP_ALIVE_TIMEOUT").argParser(integer(1)).default(defaults.keepAliveTimeoutMs),
     new Option("--max-connections <n>", "most open connections; more are closed at once (0: no limit)").env("SHOAL_MAX_CONNECTIONS").argParser(integer(0)).default(defaults.maxConnections),
+    new Option("--max-restarts <n>", "more worker restarts than this within --restart-window make /healthz answer 503, so that the orchestrator replaces the server (0: never)").env("SHOAL_MAX_RESTARTS").argParser(integer(0)).default(defaults.maxRestarts),
+    new Option("--restart-window <ms>", "the window --max-restarts counts in").env("SHOAL_RESTART_WINDOW").argParser(integer(1)).default(defaults.restartWindowMs),
   ];
 }
 
@@ -141,6 +147,8 @@ export function defaultConfig(): ServerConfig {
     requestTimeoutMs: 30_000,
     keepAliveTimeoutMs: 5_000,
     maxConnections: 4096,
+    maxRestarts: 0,
+    restartWindowMs: 300_000,
   };
 }
 
@@ -182,6 +190,8 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     requestTimeoutMs: o.requestTimeout,
     keepAliveTimeoutMs: o.keepAliveTimeout,
     maxConnections: o.maxConnections,
+    maxRestarts: o.maxRestarts,
+    restartWindowMs: o.restartWindow,
   };
 }
 

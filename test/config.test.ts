@@ -29,6 +29,8 @@ describe("bad flags and variables", () => {
     ["SHOAL_TIMEOUT=-1", [], { SHOAL_TIMEOUT: "-1" }, /SHOAL_TIMEOUT.*invalid/],
     ["SHOAL_PORT=abc", [], { SHOAL_PORT: "abc" }, /SHOAL_PORT.*invalid/],
     ["SHOAL_LOG_FORMAT=xml", [], { SHOAL_LOG_FORMAT: "xml" }, /SHOAL_LOG_FORMAT.*invalid/],
+    ["--max-restarts 1.5", ["--max-restarts", "1.5"], {}, /--max-restarts.*'1.5'.*invalid/],
+    ["SHOAL_RESTART_WINDOW=0", [], { SHOAL_RESTART_WINDOW: "0" }, /SHOAL_RESTART_WINDOW.*invalid/],
   ];
   for (const [name, args, env, pattern] of cases) {
     test(`${name}: non-zero exit with a one-line error`, async () => {
