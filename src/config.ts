@@ -55,6 +55,10 @@ export interface ServerConfig {
   accessLog: boolean;
   /** The share of answered requests the access log writes, from 0 to 1. */
   accessLogSample: number;
+  /** Worker restarts within `restartWindowMs` beyond which `/healthz` answers 503 (0: never). */
+  maxRestarts: number;
+  /** The window `maxRestarts` counts in, in ms. */
+  restartWindowMs: number;
 }
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
@@ -124,6 +128,8 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--max-connections <n>", "most open connections; more are closed at once (0: no limit)").env("SHOAL_MAX_CONNECTIONS").argParser(integer(0)).default(defaults.maxConnections),
     new Option("--access-log", "log one 'access' line per inference request answered").env("SHOAL_ACCESS_LOG").default(defaults.accessLog),
     new Option("--access-log-sample <rate>", "the share of answered requests the access log writes, from 0 to 1").env("SHOAL_ACCESS_LOG_SAMPLE").argParser(fraction).default(defaults.accessLogSample),
+    new Option("--max-restarts <n>", "more worker restarts than this within --restart-window make /healthz answer 503, so that the orchestrator replaces the server (0: never)").env("SHOAL_MAX_RESTARTS").argParser(integer(0)).default(defaults.maxRestarts),
+    new Option("--restart-window <ms>", "the window --max-restarts counts in").env("SHOAL_RESTART_WINDOW").argParser(integer(1)).default(defaults.restartWindowMs),
   ];
 }
 
@@ -156,6 +162,8 @@ export function defaultConfig(): ServerConfig {
     maxConnections: 4096,
     accessLog: false,
     accessLogSample: 1,
+    maxRestarts: 0,
+    restartWindowMs: 300_000,
   };
 }
 
@@ -199,6 +207,8 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     maxConnections: o.maxConnections,
     accessLog: Boolean(o.accessLog),
     accessLogSample: o.accessLogSample,
+    maxRestarts: o.maxRestarts,
+    restartWindowMs: o.restartWindow,
   };
 }
 

@@ -31,6 +31,8 @@ describe("bad flags and variables", () => {
     ["SHOAL_LOG_FORMAT=xml", [], { SHOAL_LOG_FORMAT: "xml" }, /SHOAL_LOG_FORMAT.*invalid/],
     ["--access-log-sample 2", ["--access-log-sample", "2"], {}, /--access-log-sample.*'2'.*invalid/],
     ["SHOAL_ACCESS_LOG_SAMPLE=often", [], { SHOAL_ACCESS_LOG_SAMPLE: "often" }, /SHOAL_ACCESS_LOG_SAMPLE.*invalid/],
+    ["--max-restarts 1.5", ["--max-restarts", "1.5"], {}, /--max-restarts.*'1.5'.*invalid/],
+    ["SHOAL_RESTART_WINDOW=0", [], { SHOAL_RESTART_WINDOW: "0" }, /SHOAL_RESTART_WINDOW.*invalid/],
   ];
   for (const [name, args, env, pattern] of cases) {
     test(`${name}: non-zero exit with a one-line error`, async () => {

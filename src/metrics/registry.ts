@@ -28,9 +28,18 @@ export interface QueueGauges {
   readonly liveWorkers: number;
 }
 
+/** A pool of workers at scrape time: a stage's, or the shared pool (`models`). */
+export interface PoolGauges {
+  readonly name: string;
+  /** Worker slots waiting out a back-off before their next worker starts. */
+  readonly backingOff: number;
+}
+
 /** What the server shows at scrape time. */
 export interface ServerGauges {
   stages(): readonly QueueGauges[];
+  /** Every pool of workers: each stage's, and the shared pool's. */
+  pools(): readonly PoolGauges[];
   /** Model versions, named `name` or `name/version`. */
   models(): readonly QueueGauges[];
   /** Requests accepted and not yet answered. */
@@ -105,6 +114,15 @@ export class Metrics {
         this.reset();
         for (const s of gauges.stages()) this.set({ stage: s.name }, s.liveWorkers);
         for (const m of gauges.models()) this.set({ model: m.name }, m.liveWorkers);
+      },
+    });
+    new Gauge({
+      name: name("stage_workers_backing_off"),
+      help: "Worker slots of a stage, or of the shared pool (stage=\"models\"), waiting out a back-off after their worker died",
+      labelNames: ["stage"],
+      registers,
+      collect() {
+        for (const p of gauges.pools()) this.set({ stage: p.name }, p.backingOff);
       },
     });
     this.#batchSize = new Histogram({ name: name("stage_batch_size"), help: "Items per batch sent to a worker", labelNames: ["stage", "model"], buckets: BATCH_BUCKETS, registers });

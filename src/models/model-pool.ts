@@ -5,6 +5,7 @@ import { Dispatcher, type Chooser, type Flight, type IdleWorkers } from "../sche
 import type { ChannelFactory } from "../workers/channel.js";
 import type { RequestLimits } from "../workers/messages.js";
 import type { Pool } from "../workers/pool.js";
+import type { RestartLimit } from "../workers/restart-policy.js";
 import { Instance, ModelVersion, type Hosting } from "./model-version.js";
 import { pickWorker } from "./placement.js";
 import { Replicas } from "./replicas.js";
@@ -25,6 +26,8 @@ export interface ModelPoolOptions {
   memoryBytes: number;
   logger: Logger;
   metrics: Metrics;
+  /** The server's `--max-restarts`, which the pool's worker restarts count against. */
+  restarts: RestartLimit;
 }
 
 /**
@@ -66,6 +69,7 @@ export class ModelPool implements Hosting, Chooser {
         channel: options.channel,
         logger: options.logger,
         metrics: options.metrics.stage("models"),
+        restarts: options.restarts,
       },
       this,
       {

@@ -5,6 +5,7 @@ import type { ResolvedStageOptions } from "../stage-options.js";
 import type { ChannelFactory } from "../workers/channel.js";
 import type { RequestLimits } from "../workers/messages.js";
 import type { Pool } from "../workers/pool.js";
+import type { RestartLimit } from "../workers/restart-policy.js";
 import { BatchQueue } from "./batch-queue.js";
 import type { BatchPolicy } from "./batcher.js";
 import { Dispatcher, type Chooser, type Delivery, type Flight, type ItemSuccess } from "./dispatcher.js";
@@ -27,6 +28,8 @@ export interface StageContext {
   limits: RequestLimits;
   logger: Logger;
   metrics: Metrics;
+  /** The server's `--max-restarts`, which the stage's worker restarts count against. */
+  restarts: RestartLimit;
 }
 
 /**
@@ -67,6 +70,7 @@ export class Stage implements Step, Chooser, Delivery {
         channel: context.channel,
         logger: context.logger,
         metrics: this.metrics,
+        restarts: context.restarts,
       },
       this,
     );

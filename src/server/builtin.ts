@@ -10,6 +10,10 @@ const GET_ONLY = "GET, HEAD";
 export interface Health {
   /** Why the server is not ready, or undefined when it is. */
   notReady(): string | undefined;
+  /** What keeps a ready server below full strength (worker slots in back-off), or undefined. */
+  degraded(): string | undefined;
+  /** Why the server should be replaced (too many worker restarts), or undefined while it is healthy. */
+  unhealthy(): string | undefined;
 }
 
 /** What the built-in paths show. */
@@ -53,8 +57,10 @@ export function serveBuiltin(path: string, req: IncomingMessage, res: ServerResp
     return;
   }
   if (path === "/healthz") {
-    // Answering at all shows the event loop turns; the process has nothing else to check.
-    sendJson(res, requestId, 200, { live: true });
+    // Answering at all shows the event loop turns; beyond that, only a worker crash loop
+    // (--max-restarts) calls for a new process.
+    const unhealthy = front.health.unhealthy();
+    sendJson(res, requestId, unhealthy === undefined ? 200 : 503, unhealthy === undefined ? { live: true } : { live: false, reason: unhealthy });
     return;
   }
   const reason = front.draining ? "shutting down" : front.health.notReady();
@@ -63,5 +69,11 @@ export function serveBuiltin(path: string, req: IncomingMessage, res: ServerResp
     else sendJson(res, requestId, 200, { status: "serving" });
     return;
   }
-  sendJson(res, requestId, reason === undefined ? 200 : 503, reason === undefined ? { ready: true } : { ready: false, reason });
+  if (reason !== undefined) {
+    sendJson(res, requestId, 503, { ready: false, reason });
+    return;
+  }
+  // Still ready while some workers serve: a slot in back-off is shown, not held against the server.
+  const degraded = front.health.degraded();
+  sendJson(res, requestId, 200, degraded === undefined ? { ready: true } : { ready: true, degraded });
 }

@@ -16,11 +16,12 @@ import type { WorkerClass } from "../worker.js";
 import { workerContext } from "../workers/context.js";
 import type { ChannelFactory } from "../workers/channel.js";
 import type { RequestLimits } from "../workers/messages.js";
+import { RestartLimit } from "../workers/restart-policy.js";
 import { processChannel } from "../workers/process-channel.js";
 import { threadChannel } from "../workers/thread-channel.js";
 import { ApiDocs } from "./docs.js";
 import { dryRun } from "./dry-run.js";
-import type { Health } from "./builtin.js";
+import { ServerHealth } from "./health.js";
 import { HttpFront, type Intake } from "./http.js";
 import { V2Handler } from "./v2-http.js";
 import { appInfo, openApiDocument } from "./openapi.js";
@@ -139,8 +140,8 @@ export class Server {
   }
 
   // The stages and the routes' pipelines. `oneWorker` starts a single worker per stage.
-  #build(config: ServerConfig, logger: Logger, metrics: Metrics, oneWorker = false): { stages: Stage[]; routes: Map<string, Route> } {
-    const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, limits: requestLimits(config), logger, metrics };
+  #build(config: ServerConfig, logger: Logger, metrics: Metrics, restarts: RestartLimit, oneWorker = false): { stages: Stage[]; routes: Map<string, Route> } {
+    const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, limits: requestLimits(config), logger, metrics, restarts };
     const stages = this.#specs.map((spec, index) => {
       const options = oneWorker ? { ...spec.options, num: 1, env: spec.options.env?.slice(0, 1) } : spec.options;
       return new Stage(spec.name, index, spec.cls.name, options, { ...context, channel: CHANNELS[options.isolation] });
@@ -163,28 +164,23 @@ export class Server {
 
   async #start(config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<AddressInfo> {
     let front: HttpFront | undefined;
+    const restarts = new RestartLimit(config.maxRestarts, config.restartWindowMs);
+    const health = new ServerHealth(() => stages, () => modelPool, restarts);
     const metrics: Metrics = new Metrics(config.namespace, {
       stages: (): readonly Stage[] => stages,
+      pools: () => health.gauges(),
       models: () => modelPool?.versions().map((m) => ({ name: m.label, queued: m.queued, liveWorkers: m.liveWorkers })) ?? [],
       inFlight: () => front?.inFlight ?? 0,
       bytesInFlight: () => front?.bytesInFlight ?? 0,
     });
-    const { stages, routes } = this.#build(config, logger, metrics);
-    const modelPool = models === undefined ? undefined : this.#modelPool(config, logger, metrics);
-    const health: Health = {
-      notReady: () => {
-        const down = stages.filter((s) => s.pool.live === 0).map((s) => s.name);
-        if (modelPool !== undefined && modelPool.pool.live === 0) down.push("the shared model pool");
-        if (down.length > 0) return `no live worker in ${down.join(", ")}`;
-        return modelPool?.notReady();
-      },
-    };
+    const { stages, routes } = this.#build(config, logger, metrics, restarts);
+    const modelPool = models === undefined ? undefined : this.#modelPool(config, logger, metrics, restarts);
     const docs = new ApiDocs();
     let v2: ((intake: Intake) => V2Handler) | undefined;
     if (modelPool !== undefined) {
       const catalog = new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
       catalog.register();
-      v2 = (intake) => new V2Handler(catalog, health.notReady, intake);
+      v2 = (intake) => new V2Handler(catalog, () => health.notReady(), intake);
     }
     front = new HttpFront(routes, config, health, metrics, docs, logger, v2);
     const address = await front.listen();
@@ -218,9 +214,10 @@ export class Server {
   // loaded once on a pool of one worker (with no memory budget), and no HTTP port.
   async #dryRun(config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<boolean> {
     const print = (line: string) => process.stdout.write(`${line}\n`);
-    const metrics = new Metrics(config.namespace, { stages: () => [], models: () => [], inFlight: () => 0, bytesInFlight: () => 0 });
-    const { stages, routes } = this.#build(config, logger, metrics, true);
-    const modelPool = models === undefined ? undefined : this.#modelPool({ ...config, workers: 1, modelMemoryBytes: 0 }, logger, metrics);
+    const metrics = new Metrics(config.namespace, { stages: () => [], pools: () => [], models: () => [], inFlight: () => 0, bytesInFlight: () => 0 });
+    const restarts = new RestartLimit(0, config.restartWindowMs);
+    const { stages, routes } = this.#build(config, logger, metrics, restarts, true);
+    const modelPool = models === undefined ? undefined : this.#modelPool({ ...config, workers: 1, modelMemoryBytes: 0 }, logger, metrics, restarts);
     try {
       await Promise.all(stages.map((s) => s.pool.start()));
       let ok = await dryRun([...routes.values()], config.timeoutMs, print);
@@ -240,7 +237,7 @@ export class Server {
   }
 
   // The shared pool of workers that hosts the models.
-  #modelPool(config: ServerConfig, logger: Logger, metrics: Metrics): ModelPool {
+  #modelPool(config: ServerConfig, logger: Logger, metrics: Metrics, restarts: RestartLimit): ModelPool {
     return new ModelPool({
       workers: config.workers,
       channel: CHANNELS[config.modelIsolation],
@@ -250,6 +247,7 @@ export class Server {
       memoryBytes: config.modelMemoryBytes === 0 ? Infinity : config.modelMemoryBytes,
       logger,
       metrics,
+      restarts,
     });
   }
 

@@ -3,7 +3,7 @@ import type { Logger } from "../logger.js";
 import type { StageMetrics } from "../metrics/registry.js";
 import type { Channel, ChannelFactory } from "./channel.js";
 import type { BatchMessage, FromWorker, LoadFailedMessage, LoadedMessage, MetricsMessage, ReadyMessage, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
-import { restartDelayMs, startVerdict } from "./restart-policy.js";
+import { SlotBackoff, startVerdict, type RestartLimit } from "./restart-policy.js";
 
 /** What a worker says that the pool does not handle itself: a model host's answers and its models' metrics. */
 export type WorkerNews = LoadedMessage | LoadFailedMessage | (MetricsMessage & { model: string });
@@ -43,6 +43,8 @@ export interface PoolOptions {
   channel: ChannelFactory;
   logger: Logger;
   metrics: StageMetrics;
+  /** The server's `--max-restarts`, which every restart counts against. */
+  restarts: RestartLimit;
 }
 
 type State = "starting" | "idle" | "busy" | "gone";
@@ -70,14 +72,16 @@ class WorkerHandle<H> {
 
 /** What the pool remembers of one worker id across the workers that hold it in turn. */
 class Slot {
-  /** Attempts in a row that died before they were ready. */
-  failures = 0;
+  /** Attempts in a row that died before they were ready, whatever ended them. */
+  attempts = 0;
   /** The fatal error the last of them reported, if it did. */
   fatal: string | undefined;
   /** A worker of this id has been ready: its start-up is over, and a death is a crash to recover from. */
   wasReady = false;
-  /** The next attempt, waiting out its back-off. */
+  readonly backoff = new SlotBackoff();
+  /** The next attempt, waiting out its back-off, and when it starts (performance.now() clock). */
   restart: NodeJS.Timeout | undefined;
+  restartAt = 0;
 }
 
 // A worker asked to stop that has not said `stopping` by then is busy in synchronous code: ending
@@ -119,6 +123,13 @@ export class Pool<H> {
     return n;
   }
 
+  /** The worker ids waiting out a back-off before their next worker starts, with the ms left. */
+  backingOff(): { workerId: number; inMs: number }[] {
+    const now = performance.now();
+    const waiting = [...this.#slots].filter(([, slot]) => slot.restart !== undefined && slot.restartAt > now);
+    return waiting.map(([workerId, slot]) => ({ workerId, inMs: Math.ceil(slot.restartAt - now) }));
+  }
+
   get hasIdle(): boolean {
     return this.#idle.length > 0;
   }
@@ -137,10 +148,10 @@ export class Pool<H> {
 
   /**
    * Spawns every worker; resolves when each has been ready once. Workers serve as soon as they
-   * are ready. One that dies before it is ready is started again after a back-off; start-up
-   * fails (rejects with a one-line reason) only when the user's code fails the same way twice in
-   * a row or a worker used up its attempts (see restart-policy.ts). A worker that was ready and
-   * dies is replaced at once, during start-up as after it.
+   * are ready. A worker that dies is started again after its slot's back-off (restart-policy.ts:
+   * none for a kill from outside, nor the first time after it served); start-up fails (rejects
+   * with a one-line reason) only when the user's code fails the same way twice in a row or a
+   * worker used up its attempts.
    */
   start(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -223,9 +234,10 @@ export class Pool<H> {
         handle.contentType = message.contentType;
         this.declared = message;
         const slot = this.#slots.get(handle.workerId)!;
-        slot.failures = 0;
+        slot.attempts = 0;
         slot.fatal = undefined;
         slot.wasReady = true;
+        slot.backoff.ready();
         this.#idle.push(handle);
         this.#log.debug({ worker: handle.workerId }, "worker ready");
         if (this.#startup !== undefined && [...this.#slots.values()].every((s) => s.wasReady)) {
@@ -243,6 +255,7 @@ export class Pool<H> {
         handle.batch = null;
         handle.state = "idle";
         this.#idle.push(handle);
+        this.#slots.get(handle.workerId)!.backoff.answered();
         const elapsedMs = performance.now() - handle.sentAt;
         // The next batch first: the worker computes it while this one's answers are written.
         this.#owner.onWorkerFree(handle.workerId);
@@ -277,9 +290,8 @@ export class Pool<H> {
     this.#handles.delete(handle.workerId);
     void this.#stop(handle);
     this.#options.metrics.workerReport(handle.workerId, undefined);
-    this.#options.metrics.restart();
     this.#owner.onWorkerGone?.(handle.workerId);
-    if (!this.#closing) this.#spawn(handle.workerId);
+    this.#restart(handle.workerId, 0);
   }
 
   #onExit(handle: WorkerHandle<H>, reason: string): void {
@@ -301,22 +313,21 @@ export class Pool<H> {
     }
     if (this.#closing) return;
     const workerId = handle.workerId;
-    if (!wasStarting) {
-      // One that served is replaced at once.
-      this.#owner.onWorkerGone?.(workerId);
-      this.#log.error({ worker: workerId, reason }, "worker died; replacing it");
-      this.#restart(workerId, 0);
-      return;
-    }
-    // One that dies before it is ready is likely to die again: back off, and give up at
-    // start-up when the user's code keeps failing.
     const slot = this.#slots.get(workerId)!;
     const fatal = handle.fatal?.message;
-    const failed = { attempt: ++slot.failures, fatal, previousFatal: slot.fatal, exit: reason };
+    const delay = slot.backoff.died(reason, fatal !== undefined);
+    if (!wasStarting) {
+      this.#owner.onWorkerGone?.(workerId);
+      this.#log.error({ worker: workerId, reason, restartInMs: delay }, "worker died; replacing it");
+      this.#restart(workerId, delay);
+      return;
+    }
+    // One that dies before it is ready is likely to die again: give up at start-up when the
+    // user's code keeps failing.
+    const failed = { attempt: ++slot.attempts, fatal, previousFatal: slot.fatal, exit: reason };
     slot.fatal = fatal;
     const verdict = this.#startup !== undefined && !slot.wasReady ? startVerdict(failed) : undefined;
-    const delay = restartDelayMs(slot.failures);
-    const fields = { worker: workerId, reason: fatal ?? reason, attempt: slot.failures, ...(verdict === undefined ? { restartInMs: delay } : {}) };
+    const fields = { worker: workerId, reason: fatal ?? reason, attempt: slot.attempts, ...(verdict === undefined ? { restartInMs: delay } : {}) };
     this.#log.error(handle.fatal?.stack === undefined ? fields : { ...fields, err: handle.fatal.stack }, "worker failed to start");
     if (verdict !== undefined) {
       this.#startup!.reject(new Error(`${this.#options.name} worker ${workerId} ${verdict}`));
@@ -328,7 +339,9 @@ export class Pool<H> {
 
   #restart(workerId: number, delayMs: number): void {
     this.#options.metrics.restart();
+    this.#options.restarts.record();
     const slot = this.#slots.get(workerId)!;
+    slot.restartAt = performance.now() + delayMs;
     slot.restart = setTimeout(() => {
       slot.restart = undefined;
       if (!this.#closing) this.#spawn(workerId);

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { errorToWire } from "../errors.js";
 import type { Channel, ChannelEvents, ChannelFactory } from "./channel.js";
 import type { ItemResult, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
+import { signalExit } from "./restart-policy.js";
 import { transferablesOf } from "./transfer.js";
 import { FrameDecoder, SOCKET_ENV, encodeFrame, type WireMessage } from "./wire.js";
 
@@ -90,7 +91,7 @@ class ProcessChannel implements Channel {
       // Without a pid the child never ran, and no exit event follows.
       if (child.pid === undefined) this.#ended(`could not start: ${err.message}`);
     });
-    child.on("exit", (code, signal) => this.#ended(signal !== null ? `killed by signal ${signal}` : `exited with code ${code}`));
+    child.on("exit", (code, signal) => this.#ended(signal !== null ? signalExit(signal) : `exited with code ${code}`));
   }
 
   #connected(socket: Socket, boot: WorkerBoot): void {

@@ -1,6 +1,7 @@
 /**
- * When a worker that died before it was ready is started again, and when start-up gives up on
- * it. Pure decisions, so that they are tested without spawning anything.
+ * When a worker that died is started again, when start-up gives up on it, and when restarts are
+ * too many for the server to call itself healthy. Pure decisions, with the clock passed in, so
+ * that they are tested without spawning anything.
  */
 
 /** Failed attempts in a row after which a worker that was never ready ends start-up. */
@@ -43,4 +44,99 @@ export function startVerdict(failed: FailedStart): string | undefined {
   if (fatal !== undefined && fatal === previousFatal) return `could not start: ${why}`;
   if (attempt >= MAX_START_ATTEMPTS) return `could not start in ${attempt} attempts: ${why}`;
   return undefined;
+}
+
+/**
+ * A worker ready this long, or that answered this many batches, has shown that the user's code
+ * works: when it dies, its slot's back-off starts over. The time lets an idle stage's workers
+ * recover too; the batches, a busy one's that die now and then.
+ */
+export const STABLE_AFTER_MS = 30_000;
+export const STABLE_AFTER_BATCHES = 10;
+
+const SIGNAL_EXIT = "killed by signal ";
+
+/** How a channel words the exit of a worker that a signal ended. */
+export function signalExit(signal: string): string {
+  return `${SIGNAL_EXIT}${signal}`;
+}
+
+/**
+ * The back-off of one worker slot (a worker id of a stage or of the shared pool) across the
+ * workers that hold it in turn. Each slot has its own, so that one slot crash-looping does not
+ * hold back the others' replacements.
+ */
+export class SlotBackoff {
+  /**
+   * Deaths in a row that count against the user's code: not those a signal from outside ended,
+   * and only since a worker of this slot last served a while ({@link STABLE_AFTER_MS},
+   * {@link STABLE_AFTER_BATCHES}).
+   */
+  failures = 0;
+  #readyAt: number | undefined;
+  #batches = 0;
+
+  constructor(readonly now: () => number = () => performance.now()) {}
+
+  /** The slot's worker is ready. */
+  ready(): void {
+    this.#readyAt = this.now();
+    this.#batches = 0;
+  }
+
+  /** The slot's worker answered a batch. */
+  answered(): void {
+    this.#batches++;
+  }
+
+  /**
+   * The slot's worker ended (`exit`: its exit code, signal or uncaught error; `fatal`: whether
+   * the user's code reported a fatal error); the delay, in ms, before its replacement starts.
+   * A worker a signal ended without a fatal error (a kill from outside, the OOM killer) is
+   * replaced at once and does not count. One that served is replaced at once the first time: a
+   * one-off crash should not cost capacity; a crash loop backs off as a failing start does.
+   */
+  died(exit: string, fatal: boolean): number {
+    const readyAt = this.#readyAt;
+    this.#readyAt = undefined;
+    if (readyAt !== undefined && (this.now() - readyAt >= STABLE_AFTER_MS || this.#batches >= STABLE_AFTER_BATCHES)) this.failures = 0;
+    if (!fatal && exit.startsWith(SIGNAL_EXIT)) return 0;
+    this.failures++;
+    return readyAt !== undefined && this.failures === 1 ? 0 : restartDelayMs(this.failures);
+  }
+}
+
+/**
+ * `--max-restarts` within `--restart-window`: the server holds every worker restart against it
+ * and, once more than `max` fell within one window, reports itself unhealthy for good, so that
+ * its orchestrator replaces it rather than letting it loop on a broken model.
+ */
+export class RestartLimit {
+  /** The times of the last `max + 1` restarts, oldest first. */
+  readonly #times: number[] = [];
+  #exceeded: string | undefined;
+
+  /** `max` 0 turns the limit off. */
+  constructor(
+    readonly max: number,
+    readonly windowMs: number,
+    readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** A worker was restarted. */
+  record(): void {
+    if (this.max === 0 || this.#exceeded !== undefined) return;
+    const now = this.now();
+    this.#times.push(now);
+    if (this.#times.length <= this.max) return;
+    if (this.#times.length > this.max + 1) this.#times.shift();
+    if (now - this.#times[0]! <= this.windowMs) {
+      this.#exceeded = `${this.max + 1} worker restarts within ${this.windowMs} ms (--max-restarts ${this.max})`;
+    }
+  }
+
+  /** Why the server is unhealthy, or undefined while it is not. */
+  get exceeded(): string | undefined {
+    return this.#exceeded;
+  }
 }
