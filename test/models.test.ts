@@ -6,6 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { assertError, fixture, post, runToExit, send, sleep, startServer, waitFor, waitForMetric, type ServerProcess } from "./helpers.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
 import { CLI } from "./onnx-helpers.js";
@@ -220,6 +222,30 @@ describe("failures", () => {
     let status = 0;
     for (let i = 0; i < 10 && status !== 200; i++) status = (await scale(url, "good")).status;
     assert.equal(status, 200);
+  });
+});
+
+describe("a worker that dies while it loads a model", () => {
+  const repo = new ModelRepo();
+  const marker = join(repo.dir, "crashed-once");
+  let server: ServerProcess;
+
+  before(async () => {
+    // The first load ends its worker; the replacement's load finds the marker and succeeds.
+    repo.module("flaky", "scale.ts", { parameters: { factor: 3, initCrashOnce: marker } });
+    server = await serveRepository(repo.dir, ["--workers", "1"]);
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("is not the model's failure: it loads again on the replacement and serves", async () => {
+    assert.ok(existsSync(marker), "the first load did not crash its worker");
+    assert.equal((await send(`${server.url}/v2/models/flaky/ready`)).status, 200);
+    const reply = await scale(server.url, "flaky");
+    assert.equal(reply.status, 200, reply.text);
+    assert.ok(server.logs().some((l) => l.msg === "a worker died while loading a model; loading it again" && l.model === "flaky"), server.describe());
   });
 });
 

@@ -11,6 +11,9 @@ import { pickWorker } from "./placement.js";
 import { Replicas } from "./replicas.js";
 import type { ModelSpec } from "./repository.js";
 
+/** Loads of one model cut short by its worker dying that are tried again before the model fails. */
+const MAX_INTERRUPTED_LOADS = 2;
+
 /** What the shared pool needs from the server around it. */
 export interface ModelPoolOptions {
   /** Workers in the pool. */
@@ -217,8 +220,6 @@ export class ModelPool implements Hosting, Chooser {
     this.#retire(instance.model, instance);
   }
 
-
-
   // Loads a version that is not loaded, or reloads one that is; resolves with the load's outcome.
   #load(model: ModelVersion): Promise<ShoalError | undefined> {
     const instance = new Instance(`${model.spec.name}:${model.spec.version}#${++this.#generation}`, model, this);
@@ -255,12 +256,12 @@ export class ModelPool implements Hosting, Chooser {
     return model;
   }
 
-
   // No worker is still loading `instance`: it is ready if some worker loaded it. Its waiters
   // learn the outcome once the model's state below is set.
   #settled(instance: Instance): void {
     const model = instance.model;
     const loaded = instance.workers.size > 0;
+    if (!loaded && this.#loadsAgain(instance)) return;
     instance.done(loaded ? undefined : (instance.failure ?? new ShoalError("NOT_READY", `no worker to load model ${model.label} on`)));
     if (instance === model.next) {
       if (loaded) {
@@ -297,6 +298,18 @@ export class ModelPool implements Hosting, Chooser {
     this.pump();
   }
 
+  // A first load cut short only by workers dying (a kill, the OOM killer) is not the model's
+  // failure: it loads again, on another live worker or on the replacement when it is up, and its
+  // waiters keep waiting. A model whose load keeps killing its worker fails after a few tries.
+  #loadsAgain(instance: Instance): boolean {
+    const model = instance.model;
+    if (instance !== model.current || model.state !== "loading" || instance.refused || instance.interrupted === 0 || instance.interrupted > MAX_INTERRUPTED_LOADS) return false;
+    instance.failure = undefined;
+    model.reason = `its worker died while loading it (${instance.interrupted} of ${MAX_INTERRUPTED_LOADS + 1} tries); loading it again`;
+    this.#log.warn({ model: model.label, tries: instance.interrupted }, "a worker died while loading a model; loading it again");
+    this.#replicas.place(instance);
+    return true;
+  }
 
   // Brings every model that should be loaded back to its replicas (after a worker came back).
   #reconcile(): void {
@@ -317,10 +330,6 @@ export class ModelPool implements Hosting, Chooser {
     for (const waiting of this.#versions.values()) if (waiting.state === "evicted" && waiting.queue.queued > 0) void this.#load(waiting);
     this.pump();
   }
-
-
-
-
 
 }
 

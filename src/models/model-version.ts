@@ -44,6 +44,10 @@ export class Instance implements Delivery {
   inFlight = 0;
   /** Why the last load on a worker failed. */
   failure: ShoalError | undefined;
+  /** Loads cut short by their worker dying (not by the model failing to load). */
+  interrupted = 0;
+  /** Some worker answered that the model failed to load. */
+  refused = false;
   /** Some replica found no room in the memory budget. */
   noRoom = false;
   metadata: ModelMetadata | undefined;

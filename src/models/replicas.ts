@@ -64,6 +64,7 @@ export class Replicas {
         model.reason = "its workers died; loading it on their replacements";
       }
       if (instance.pending.delete(workerId)) {
+        instance.interrupted++;
         instance.failure ??= new ShoalError("NOT_READY", "the worker died while loading it");
         if (instance.pending.size === 0) this.#settled(instance);
       }
@@ -81,6 +82,7 @@ export class Replicas {
       this.#log.debug({ model: instance.model.label, worker: workerId }, "model replica loaded");
     } else {
       this.#hosted.get(workerId)?.delete(instance);
+      instance.refused = true;
       instance.failure = errorFromWire(news.error);
       this.#log.error({ model: instance.model.label, worker: workerId, err: news.error.stack ?? news.error.message }, "model failed to load");
     }
