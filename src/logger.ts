@@ -9,6 +9,9 @@ export const COLLAPSE_WINDOW_MS = 10_000;
 
 const ERROR_LEVEL = 50;
 
+/** Most windows open at once: lines of a key beyond them are written, not counted, so that many distinct lines cost no more than writing them. */
+export const COLLAPSE_MAX_WINDOWS = 1000;
+
 /**
  * The coordinator's logger. JSON lines by default; readable lines with `--log-format pretty`.
  * Pretty output is formatted synchronously on the main thread, which is fine for a terminal and
@@ -47,6 +50,7 @@ export class Collapse {
     readonly windowMs: number,
     /** The clock of the windows (`performance.now()`). */
     readonly now: () => number = () => performance.now(),
+    readonly maxWindows = COLLAPSE_MAX_WINDOWS,
   ) {}
 
   /**
@@ -62,7 +66,7 @@ export class Collapse {
       return false;
     }
     this.#end(now);
-    this.#windows.set(key, { ends: now + this.windowMs, repeats: 0, summarize });
+    if (this.#windows.size < this.maxWindows) this.#windows.set(key, { ends: now + this.windowMs, repeats: 0, summarize });
     return true;
   }
 
@@ -74,10 +78,11 @@ export class Collapse {
     this.#end(Infinity);
   }
 
-  // Ends the windows over by `now`: a summary for each that counted repeats.
+  // Ends the windows over by `now`: a summary for each that counted repeats. Windows are kept in
+  // the order they opened, which is the order they end, so the first still open ends the search.
   #end(now: number): void {
     for (const [key, window] of this.#windows) {
-      if (window.ends > now) continue;
+      if (window.ends > now) break;
       this.#windows.delete(key);
       if (window.repeats > 0) window.summarize(window.repeats);
     }

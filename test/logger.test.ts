@@ -77,4 +77,20 @@ describe("Collapse", () => {
     assert.deepEqual(summaries, ["a: 1", "b: 1"]);
     assert.equal(take("a"), true, "a new window after the flush");
   });
+
+  test("past its most open windows, a new line is written and not counted, and the open windows go on", (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 0 });
+    const collapse = new Collapse(WINDOW_MS, () => Date.now(), 2);
+    const summaries: string[] = [];
+    const take = (key: string) => collapse.take(key, (repeats) => summaries.push(`${key}: ${repeats}`));
+    assert.equal(take("a"), true);
+    assert.equal(take("b"), true);
+    assert.equal(take("c"), true);
+    assert.equal(take("c"), true, "no window was opened for c");
+    assert.equal(take("a"), false);
+    t.mock.timers.tick(WINDOW_MS);
+    assert.deepEqual(summaries, ["a: 1"]);
+    assert.equal(take("c"), true);
+    assert.equal(take("c"), false, "room again once the windows ended");
+  });
 });
