@@ -94,6 +94,7 @@ export class Dispatcher {
       const task = tasks[i]!;
       items[i] = { payload: task.payload, ingress: task.ingress && !task.decoded, egress: task.egress, meta: task.meta };
       if (task.transfer !== undefined) transfer.push(...task.transfer);
+      task.batchSize = tasks.length;
       // The worker has the payload now; do not keep it alive here.
       task.payload = undefined;
       task.transfer = undefined;
@@ -102,21 +103,21 @@ export class Dispatcher {
     const message = flight.model === undefined ? { kind: "batch" as const, items } : { kind: "batch" as const, items, model: flight.model };
     const workerId = this.pool.dispatch(flight, message, transfer.length > 0 ? attached(transfer) : transfer, flight.workerId);
     // A task of several steps keeps its last batch's size and worker.
-    for (const task of tasks) {
-      task.batchSize = tasks.length;
-      task.workerId = workerId;
-    }
+    for (const task of tasks) task.workerId = workerId;
   }
 
   #done(flight: Flight, result: ResultMessage, contentType: string, elapsedMs: number): void {
     const { tasks, to } = flight;
-    for (const task of tasks) task.forwardMs += elapsedMs;
     to.metrics.forward(elapsedMs);
     to.landed(flight, elapsedMs);
     if (result.error !== undefined) {
       const error = errorFromWire(result.error);
       this.#unexpected(to, result.error.stack, error, tasks[0]);
-      for (const task of tasks) if (!task.settled) to.failed(task, error);
+      for (const task of tasks) {
+        if (task.settled) continue;
+        task.forwardMs += elapsedMs;
+        to.failed(task, error);
+      }
       return;
     }
     const results = result.results!;
@@ -124,6 +125,8 @@ export class Dispatcher {
       const task = tasks[i]!;
       const item = results[i]!;
       if (task.settled) continue;
+      // Its answer's Server-Timing counts this batch.
+      task.forwardMs += elapsedMs;
       if (item.ok) {
         to.succeeded(task, item, contentType);
       } else {
