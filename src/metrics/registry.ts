@@ -93,29 +93,22 @@ export class Metrics {
         this.set(gauges.bytesInFlight());
       },
     });
-    new Gauge({
-      name: name("stage_queue_depth"),
-      help: "Items waiting in the queue of a stage, or of a model version of the shared pool",
-      labelNames: ["stage", "model"],
-      registers,
-      collect() {
-        // Set afresh at each scrape, so a model that is gone leaves no series behind.
-        this.reset();
-        for (const s of gauges.stages()) this.set({ stage: s.name }, s.queued);
-        for (const m of gauges.models()) this.set({ model: m.name }, m.queued);
-      },
-    });
-    new Gauge({
-      name: name("stage_live_workers"),
-      help: "Workers of a stage, or of the shared pool that hold a model version, started and alive",
-      labelNames: ["stage", "model"],
-      registers,
-      collect() {
-        this.reset();
-        for (const s of gauges.stages()) this.set({ stage: s.name }, s.liveWorkers);
-        for (const m of gauges.models()) this.set({ model: m.name }, m.liveWorkers);
-      },
-    });
+    // A stage's or a model version's queue, read at each scrape and set afresh, so a model that is
+    // gone leaves no series behind.
+    const perQueue = (metric: string, help: string, read: (q: QueueGauges) => number) =>
+      new Gauge({
+        name: name(metric),
+        help,
+        labelNames: ["stage", "model"],
+        registers,
+        collect() {
+          this.reset();
+          for (const s of gauges.stages()) this.set({ stage: s.name }, read(s));
+          for (const m of gauges.models()) this.set({ model: m.name }, read(m));
+        },
+      });
+    perQueue("stage_queue_depth", "Items waiting in the queue of a stage, or of a model version of the shared pool", (q) => q.queued);
+    perQueue("stage_live_workers", "Workers of a stage, or of the shared pool that hold a model version, started and alive", (q) => q.liveWorkers);
     new Gauge({
       name: name("stage_workers_backing_off"),
       help: "Worker slots of a stage, or of the shared pool (stage=\"models\"), waiting out a back-off after their worker died",
