@@ -7,8 +7,12 @@ export interface ServerConfig {
   port: number;
   /** Address to listen on. */
   address: string;
-  /** Each request's deadline from arrival, queueing included, in ms. */
+  /** Each request's deadline from arrival, queueing included, in ms; for a stream, the deadline of its first chunk. */
   timeoutMs: number;
+  /** A stream's deadline from the request's arrival to its last chunk, in ms. */
+  streamTimeoutMs: number;
+  /** How often an idle Server-Sent Events stream gets a keep-alive comment, in ms. */
+  sseKeepAliveMs: number;
   /** Most items a stage may hold queued; more are refused with 429. */
   capacity: number;
   /** Largest request body in bytes; larger ones are refused with 413. */
@@ -103,7 +107,9 @@ function flags(defaults: ServerConfig): Option[] {
   return [
     new Option("--port <number>", "TCP port to listen on (0: any free port)").env("SHOAL_PORT").argParser(integer(0, 65535)).default(defaults.port),
     new Option("--address <host>", "address to listen on").env("SHOAL_ADDRESS").default(defaults.address),
-    new Option("--timeout <ms>", "deadline of each request from its arrival, queueing included").env("SHOAL_TIMEOUT").argParser(integer(1)).default(defaults.timeoutMs),
+    new Option("--timeout <ms>", "deadline of each request from its arrival, queueing included (of a stream: its first chunk)").env("SHOAL_TIMEOUT").argParser(integer(1)).default(defaults.timeoutMs),
+    new Option("--stream-timeout <ms>", "deadline of a stream, from the request's arrival to its last chunk").env("SHOAL_STREAM_TIMEOUT").argParser(integer(1)).default(defaults.streamTimeoutMs),
+    new Option("--sse-keep-alive <ms>", "how often an idle Server-Sent Events stream gets a keep-alive comment").env("SHOAL_SSE_KEEP_ALIVE").argParser(integer(1)).default(defaults.sseKeepAliveMs),
     new Option("--capacity <items>", "most items each stage may hold queued; more get 429").env("SHOAL_CAPACITY").argParser(integer(1)).default(defaults.capacity),
     new Option("--max-request-size <bytes>", "largest request body; larger ones get 413").env("SHOAL_MAX_REQUEST_SIZE").argParser(integer(1)).default(defaults.maxRequestSize),
     new Option("--log-level <level>", "least severe log level written").env("SHOAL_LOG_LEVEL").choices(LOG_LEVELS).default(defaults.logLevel),
@@ -139,6 +145,8 @@ export function defaultConfig(): ServerConfig {
     port: 8000,
     address: "0.0.0.0",
     timeoutMs: 3000,
+    streamTimeoutMs: 300_000,
+    sseKeepAliveMs: 15_000,
     capacity: 1024,
     maxRequestSize: 10 * 1024 * 1024,
     logLevel: "info",
@@ -183,6 +191,8 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     port: o.port,
     address: o.address,
     timeoutMs: o.timeout,
+    streamTimeoutMs: o.streamTimeout,
+    sseKeepAliveMs: o.sseKeepAlive,
     capacity: o.capacity,
     maxRequestSize: o.maxRequestSize,
     logLevel: o.logLevel,

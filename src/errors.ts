@@ -32,6 +32,7 @@ export const ERRORS = {
   ENCODING: { status: 500, prefix: "encoding error" },
   INTERNAL: { status: 500, prefix: "inference internal error" },
   WORKER_DIED: { status: 500, prefix: "worker died" },
+  SLOW_CLIENT: { status: 503, prefix: "stream backlog full" },
   SHUTTING_DOWN: { status: 503, prefix: "service unavailable" },
   NOT_READY: { status: 503, prefix: "service unavailable" },
 } as const satisfies Record<string, ErrorKind>;

@@ -4,7 +4,8 @@
  * @packageDocumentation
  */
 export { Server, type ServerOptions } from "./server/server.js";
-export { Worker, type WorkerClass, type RequestMeta } from "./worker.js";
+export { Worker, type WorkerClass, type RequestMeta, type StreamSettings } from "./worker.js";
+export { StepWorker, type StepResult } from "./step-worker.js";
 export { ModelWorker, type ModelInput, type ModelOutput, type ModelTensor } from "./model-worker.js";
 export { SettingsError, type ModelSettingsInput as ModelSettings } from "./models/settings.js";
 export { typed, typedBatch, type ItemWorker, type BatchWorker, type WorkerSchemas } from "./typed-worker.js";

@@ -18,7 +18,14 @@ const stageOptionsSchema = z.strictObject({
   route: z.union([routePath, z.array(routePath).min(1)]).default("/inference"),
   env: z.array(z.record(z.string(), z.string())).optional(),
   isolation: z.enum(["thread", "process"]).default("thread"),
+  maxActive: z.number().int().min(1).optional(),
+  continuous: z.boolean().optional(),
 });
+
+const streamSettingsSchema = z.union([
+  z.boolean(),
+  z.strictObject({ bufferBytes: z.number().int().min(1).optional(), whenFull: z.enum(["pause", "fail"]).optional(), transport: z.enum(["sse", "ndjson"]).optional() }),
+]);
 
 /** Options of one stage, as given to `appendWorker()`. */
 export interface StageOptions {
@@ -56,6 +63,24 @@ export interface StageOptions {
    * ```
    */
   isolation?: Isolation;
+  /**
+   * For a {@link StepWorker}: the most sequences one worker generates at once (default 8). New
+   * requests join between steps and finished ones leave at once (continuous batching).
+   */
+  maxActive?: number;
+  /**
+   * For a {@link StepWorker}: `false` lets sequences join only as one batch (of up to
+   * `maxBatchSize`) when the worker has none active, as request-level batching does (default
+   * `true`). Meant for comparing the two.
+   */
+  continuous?: boolean;
+}
+
+/** How a stage's Worker streams: the server's side of its {@link StreamSettings}. */
+export interface StreamPolicy {
+  bufferBytes: number;
+  whenFull: "pause" | "fail";
+  transport: "sse" | "ndjson";
 }
 
 /** Where a stage's workers run: threads of the server's process, or child processes. */
@@ -70,13 +95,34 @@ export interface ResolvedStageOptions {
   routes: string[];
   env: Record<string, string>[] | undefined;
   isolation: Isolation;
+  /** Set when the Worker streams. */
+  stream: StreamPolicy | undefined;
+  /**
+   * Set for a {@link StepWorker} that joins sequences between steps: the most one worker holds.
+   * Each sequence then goes to the worker alone.
+   */
+  maxActive: number | undefined;
+}
+
+/** A stream holds this many bytes for a slow client unless its Worker says otherwise. */
+export const STREAM_BUFFER_BYTES = 1024 * 1024;
+const MAX_ACTIVE = 8;
+
+/** The server's side of a Worker class's `streaming` declaration; undefined when it does not stream. Throws a `TypeError` naming the stage when it is invalid. */
+export function streamPolicy(stage: string, declared: unknown): StreamPolicy | undefined {
+  const parsed = streamSettingsSchema.safeParse(declared ?? false);
+  if (!parsed.success) throw new TypeError(`invalid stage ${stage}: static streaming must be true, false or { bufferBytes?, whenFull?: "pause" | "fail", transport?: "sse" | "ndjson" }`);
+  const value = parsed.data;
+  if (value === false) return undefined;
+  const settings = value === true ? {} : value;
+  return { bufferBytes: settings.bufferBytes ?? STREAM_BUFFER_BYTES, whenFull: settings.whenFull ?? "pause", transport: settings.transport ?? "sse" };
 }
 
 /**
  * Validates `appendWorker()` options. Throws a `TypeError` whose message names the stage and
  * the option at fault.
  */
-export function resolveStageOptions(stage: string, options: StageOptions = {}): ResolvedStageOptions {
+export function resolveStageOptions(stage: string, options: StageOptions = {}, worker: { streaming?: unknown; stepwise?: boolean } = {}): ResolvedStageOptions {
   const parsed = stageOptionsSchema.safeParse(options);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -84,10 +130,15 @@ export function resolveStageOptions(stage: string, options: StageOptions = {}): 
     const what = issue.code === "unrecognized_keys" ? `unknown option '${issue.keys.join("', '")}'` : `${where}: ${issue.message}`;
     throw new TypeError(`invalid stage ${stage}: ${what}`);
   }
-  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env, isolation } = parsed.data;
+  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env, isolation, maxActive, continuous } = parsed.data;
+  if (worker.stepwise !== true && (maxActive !== undefined || continuous !== undefined)) {
+    throw new TypeError(`invalid stage ${stage}: options 'maxActive' and 'continuous' are for a StepWorker`);
+  }
   if (env !== undefined && env.length !== num) {
     throw new TypeError(`invalid stage ${stage}: option 'env' has ${env.length} entries for num ${num}; give one per worker`);
   }
   const routes = [...new Set(Array.isArray(route) ? route : [route])];
-  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env, isolation };
+  const stream = streamPolicy(stage, worker.streaming);
+  const joins = worker.stepwise === true && continuous !== false;
+  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env, isolation, stream, maxActive: joins ? (maxActive ?? MAX_ACTIVE) : undefined };
 }

@@ -29,6 +29,29 @@ export interface RequestMeta {
   readonly deadline: number;
   /** The route the request came in on. */
   readonly route: string;
+  /**
+   * Aborts when the request's answer is no longer wanted: its client disconnected, its deadline
+   * passed, or its stream was failed for a client too slow to read it. Set for the items of a
+   * Worker that streams; stop generating when it aborts, and the worker's slot is freed.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** How a streaming Worker's chunks wait for a client that reads slower than they are made. */
+export interface StreamSettings {
+  /** Bytes of one stream the server holds for its client before the stream is full (default 1 MiB). */
+  bufferBytes?: number;
+  /**
+   * What a full stream does: `"pause"` (default) stops taking chunks from its generator until
+   * the client has read the backlog, so generation waits and holds its slot; `"fail"` ends the
+   * stream with an error event and aborts its `meta.signal`, freeing the slot at once.
+   */
+  whenFull?: "pause" | "fail";
+  /**
+   * How chunks are framed when the client's `Accept` header names neither: `"sse"`
+   * (Server-Sent Events, default) or `"ndjson"` (one JSON value a line).
+   */
+  transport?: "sse" | "ndjson";
 }
 
 /**
@@ -67,6 +90,24 @@ export abstract class Worker {
    * is 1. {@link typedBatch} sets it.
    */
   static batched = false;
+  /**
+   * When set, `forward()` returns for each item an async iterable of chunks (an async generator,
+   * typically) instead of one result: each request gets its own stream, as Server-Sent Events or
+   * NDJSON, and the worker takes its next batch once every stream of the batch has ended. Clients
+   * that do not ask for a stream get the chunks {@link gather}ed into one answer. Each item's
+   * `meta.signal` aborts when its stream is no longer wanted. See docs/streaming.md.
+   *
+   * @example
+   * ```ts
+   * class Count extends Worker {
+   *   static streaming = true;
+   *   async *forward(req: { n: number }, meta: RequestMeta) {
+   *     for (let i = 0; i < req.n && !meta.signal?.aborted; i++) yield { i };
+   *   }
+   * }
+   * ```
+   */
+  static streaming: boolean | StreamSettings = false;
 
   /** 1..num within the stage. Set before `init()` runs (not yet inside the constructor). */
   workerId = 0;
@@ -123,6 +164,14 @@ export abstract class Worker {
     return this.codec.encode(output);
   }
 
+  /**
+   * The one answer of a streamed item for a client that does not take streams, or for the next
+   * stage when this one is not the route's last: by default the array of its chunks.
+   */
+  gather(chunks: unknown[], _meta?: RequestMeta): unknown {
+    return chunks;
+  }
+
   /** The content-type of responses this worker encodes. Defaults to `codec.contentType`. */
   get contentType(): string {
     return this.codec.contentType;
@@ -148,4 +197,4 @@ export abstract class Worker {
 }
 
 /** A class that builds a {@link Worker}, with its static declarations. */
-export type WorkerClass = (new () => Worker) & Pick<typeof Worker, "input" | "output" | "batched">;
+export type WorkerClass = (new () => Worker) & Pick<typeof Worker, "input" | "output" | "batched"> & Partial<Pick<typeof Worker, "streaming">> & { readonly stepwise?: boolean };

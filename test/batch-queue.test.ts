@@ -24,6 +24,8 @@ function setUp(capacity = 4, maxBatchSize = 8, maxWaitMs = 10) {
     const reply: Reply & { extra?: object } = {
       send: () => answers.set(t, 200),
       fail: (error) => answers.set(t, error.status),
+      chunk: () => {},
+      end: () => {},
       release: () => {},
       extra,
     };

@@ -88,7 +88,7 @@ describe("protocol test vectors", () => {
   });
 
   test("the ERROR flag is set exactly when a result fails as a whole", () => {
-    for (const v of vectors) assert.equal((v.header.flags & FLAG.ERROR) !== 0, v.message.kind === "result" && v.message.error !== undefined, v.name);
+    for (const v of vectors) assert.equal((v.header.flags & FLAG.ERROR) !== 0, (v.message.kind === "result" || v.message.kind === "stream") && v.message.error !== undefined, v.name);
   });
 
   test("a model host's boot holds only what every worker is told", () => {

@@ -18,6 +18,19 @@ export interface StageMetrics {
   workerReport(workerId: number, metrics: WorkerMetricsReport | undefined): void;
 }
 
+/** What one route's streams record. */
+export interface StreamMetrics {
+  /** A stream's first chunk went out this long after its request arrived, in ms. */
+  started(ms: number): void;
+  /** A stream that had started ended (in any way) after this many chunks. */
+  ended(chunks: number): void;
+  /** A stream was cut short: its client left, its deadline passed, its client read too slowly, or its Worker failed it. */
+  cancelled(reason: "client" | "deadline" | "slow_client" | "error"): void;
+}
+
+/** Chunks per stream: from one to tens of thousands (tokens of a long generation). */
+const CHUNK_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384];
+
 /** A worker's own metrics, as prom-client's `getMetricsAsJSON()` gives them. */
 export type WorkerMetricsReport = MetricObjectWithValues<MetricValue<string>>[];
 
@@ -69,6 +82,10 @@ export class Metrics {
   readonly #queueWait: Histogram<"stage" | "model">;
   readonly #forward: Histogram<"stage" | "model">;
   readonly #restarts: Counter<"stage">;
+  readonly #firstChunk: Histogram<"route">;
+  readonly #chunks: Histogram<"route">;
+  readonly #activeStreams: Gauge<"route">;
+  readonly #cancelled: Counter<"route" | "reason">;
   readonly #workers = new Map<string, WorkerSnapshot>();
   readonly #answers = new Map<string, { latency: Histogram.Internal<"route">; byCode: Map<number, Counter.Internal> }>();
 
@@ -122,6 +139,29 @@ export class Metrics {
     this.#queueWait = new Histogram({ name: name("stage_queue_wait_seconds"), help: "Time an item waited in a stage's or a model's queue", labelNames: ["stage", "model"], buckets: LATENCY_BUCKETS, registers });
     this.#forward = new Histogram({ name: name("stage_forward_duration_seconds"), help: "Time of one forward call, IPC included", labelNames: ["stage", "model"], buckets: LATENCY_BUCKETS, registers });
     this.#restarts = new Counter({ name: name("stage_worker_restarts_total"), help: "Workers replaced after dying or overrunning", labelNames: ["stage"], registers });
+    this.#firstChunk = new Histogram({ name: name("stream_first_chunk_seconds"), help: "Time from a streamed request's arrival to its first chunk", labelNames: ["route"], buckets: LATENCY_BUCKETS, registers });
+    this.#chunks = new Histogram({ name: name("stream_chunks"), help: "Chunks sent per stream", labelNames: ["route"], buckets: CHUNK_BUCKETS, registers });
+    this.#activeStreams = new Gauge({ name: name("streams_active"), help: "Streams whose first chunk was sent and that have not ended", labelNames: ["route"], registers });
+    this.#cancelled = new Counter({ name: name("stream_cancellations_total"), help: "Streams cut short, by reason: client (disconnected), deadline, slow_client (its backlog was full), error (its Worker failed it)", labelNames: ["route", "reason"], registers });
+  }
+
+  /** The recorder of one route's streams. */
+  streams(route: string): StreamMetrics {
+    const firstChunk = this.#firstChunk.labels(route);
+    const chunks = this.#chunks.labels(route);
+    const active = this.#activeStreams.labels(route);
+    active.inc(0);
+    return {
+      started: (ms) => {
+        firstChunk.observe(ms / 1000);
+        active.inc();
+      },
+      ended: (n) => {
+        chunks.observe(n);
+        active.dec();
+      },
+      cancelled: (reason) => this.#cancelled.labels(route, reason).inc(),
+    };
   }
 
   /** The recorder for one stage, or for the shared pool (`models`). */

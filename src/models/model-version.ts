@@ -52,6 +52,7 @@ export class Instance implements Delivery {
   noRoom = false;
   metadata: ModelMetadata | undefined;
   readonly batches = true;
+  readonly stream = undefined;
   /**
    * Settles once its load is over: with undefined when it serves, or with why it does not (it
    * failed, or it was dropped before it loaded). Never rejects.

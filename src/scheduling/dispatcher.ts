@@ -1,7 +1,8 @@
 import { errorFromWire, type ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { StageMetrics } from "../metrics/registry.js";
-import type { BatchItem, ItemResult, ResultMessage } from "../workers/messages.js";
+import type { StreamPolicy } from "../stage-options.js";
+import type { BatchItem, ItemResult, ResultMessage, StreamMessage } from "../workers/messages.js";
 import { Pool, type PoolOptions, type WorkerEvents } from "../workers/pool.js";
 import { attached } from "../workers/transfer.js";
 import type { Task } from "./task.js";
@@ -16,6 +17,8 @@ export interface Delivery {
   readonly batches: boolean;
   /** Fields of the log line of an unexpected error, e.g. `{ stage: "Embed_1" }`. */
   readonly logFields: Readonly<Record<string, string>>;
+  /** Set when its Worker streams. */
+  readonly stream: StreamPolicy | undefined;
   /** The batch is back after `elapsedMs`, or lost (undefined); called before its tasks are settled. */
   landed(flight: Flight, elapsedMs: number | undefined): void;
   /** One task's successful result; `contentType` is the worker's usual one. */
@@ -74,6 +77,7 @@ export class Dispatcher {
         flight.to.landed(flight, undefined);
         for (const task of flight.tasks) if (!task.settled) flight.to.failed(task, error);
       },
+      onStream: (flight, message) => this.#stream(flight, message),
     });
   }
 
@@ -93,6 +97,7 @@ export class Dispatcher {
     for (let i = 0; i < tasks.length; i++) {
       const task = tasks[i]!;
       items[i] = { payload: task.payload, ingress: task.ingress && !task.decoded, egress: task.egress, meta: task.meta };
+      if (task.streamed && task.egress) items[i]!.stream = true;
       if (task.transfer !== undefined) transfer.push(...task.transfer);
       task.batchSize = tasks.length;
       // The worker has the payload now; do not keep it alive here.
@@ -104,6 +109,22 @@ export class Dispatcher {
     const workerId = this.pool.dispatch(flight, message, transfer.length > 0 ? attached(transfer) : transfer, flight.workerId);
     // A task of several steps keeps its last batch's size and worker.
     for (const task of tasks) task.workerId = workerId;
+    if (flight.to.stream !== undefined) tasks.forEach((task, i) => (task.control = (action) => this.pool.control(workerId, flight, i, action)));
+  }
+
+  // A chunk of one task's stream, or its end.
+  #stream({ tasks, to }: Flight, message: StreamMessage): void {
+    const task = tasks[message.index];
+    if (task === undefined || task.settled) return;
+    if (message.chunk !== undefined) task.chunk(message.chunk);
+    if (message.end !== true) return;
+    if (message.error === undefined) {
+      task.end();
+      return;
+    }
+    const error = errorFromWire(message.error);
+    this.#unexpected(to, message.error.stack, error, task);
+    task.end(error);
   }
 
   #done(flight: Flight, result: ResultMessage, contentType: string, elapsedMs: number): void {

@@ -1,7 +1,7 @@
 import type { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics, StageMetrics } from "../metrics/registry.js";
-import type { ResolvedStageOptions } from "../stage-options.js";
+import type { ResolvedStageOptions, StreamPolicy } from "../stage-options.js";
 import type { ChannelFactory } from "../workers/channel.js";
 import type { RequestLimits } from "../workers/messages.js";
 import type { Pool } from "../workers/pool.js";
@@ -23,6 +23,8 @@ export interface StageContext {
   capacity: number;
   /** Default cap on one forward call, in ms (the server's `--timeout`). */
   timeoutMs: number;
+  /** Default cap on a streaming stage's batch, every stream of it to its end, in ms (the server's `--stream-timeout`). */
+  streamTimeoutMs: number;
   channel: ChannelFactory;
   /** What one request may make a worker allocate. */
   limits: RequestLimits;
@@ -42,6 +44,7 @@ export class Stage implements Step, Chooser, Delivery {
   readonly metrics: StageMetrics;
   readonly batches: boolean;
   readonly logFields: Readonly<Record<string, string>>;
+  readonly stream: StreamPolicy | undefined;
   readonly #queue: BatchQueue;
   /** Moving average of one item's forward time in ms, round trip included (stages that do not batch). */
   #itemMs = SEND_BUDGET_MS;
@@ -54,9 +57,12 @@ export class Stage implements Step, Chooser, Delivery {
     readonly options: ResolvedStageOptions,
     context: StageContext,
   ) {
-    this.policy = { maxBatchSize: options.maxBatchSize, maxWaitMs: options.maxWaitMs };
+    // A Worker that joins sequences between steps takes each one alone, as soon as it has room.
+    const joins = options.maxActive !== undefined;
+    this.policy = { maxBatchSize: joins ? 1 : options.maxBatchSize, maxWaitMs: joins ? 0 : options.maxWaitMs };
     this.metrics = context.metrics.stage(name);
-    this.batches = options.maxBatchSize > 1;
+    this.batches = this.policy.maxBatchSize > 1;
+    this.stream = options.stream;
     this.logFields = { stage: name };
     this.#size = this.batches ? undefined : () => this.#sendSize();
     this.#queue = new BatchQueue(this.policy, context.capacity, `stage ${name}`, () => this.dispatcher.pump(), (ms) => this.metrics.queueWait(ms));
@@ -65,7 +71,8 @@ export class Stage implements Step, Chooser, Delivery {
         name,
         num: options.num,
         boot: (workerId) => ({ moduleUrl: context.moduleUrl, stageIndex: index, stageName: name, className, workerId, maxBatchSize: options.maxBatchSize, num: options.num, limits: context.limits }),
-        timeoutMs: options.timeoutMs ?? context.timeoutMs,
+        timeoutMs: options.timeoutMs ?? (options.stream === undefined ? context.timeoutMs : Math.max(context.timeoutMs, context.streamTimeoutMs)),
+        concurrency: options.maxActive,
         env: options.env,
         channel: context.channel,
         logger: context.logger,

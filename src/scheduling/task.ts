@@ -1,6 +1,10 @@
 import type { ShoalError } from "../errors.js";
+import type { StreamPolicy } from "../stage-options.js";
 import type { RequestMeta } from "../worker.js";
 import type { BatchQueue } from "./batch-queue.js";
+
+/** What the worker holding a streamed task is told about its stream. */
+export type StreamAction = "cancel" | "pause" | "resume";
 
 /** A step of a task's way: a stage of its route, or the model version it is for. */
 export interface Step {
@@ -11,15 +15,21 @@ export interface Step {
   admit(task: Task): ShoalError | undefined;
   /** The model version it is, for a model's step: names it in the access log. */
   readonly label?: string;
+  /** Set when its Worker streams: how a stream waits for a slow client. */
+  readonly stream?: StreamPolicy;
 }
 
 /** How a task's answer reaches its client. The HTTP front implements it. */
 export interface Reply {
   /** Answer 200 with these bytes, and these response headers if any. */
   send(body: Uint8Array, contentType: string, headers?: Record<string, string>): void;
-  /** Answer with the error's status and `{"error": …}`. */
+  /** Answer with the error's status and `{"error": …}`; after a stream's first chunk, end the stream with an error event. */
   fail(error: ShoalError): void;
-  /** Called once when the task settles in any way (answered, failed or dropped). */
+  /** Send a chunk of the answer's stream: the first one starts it. */
+  chunk(body: Uint8Array): void;
+  /** End the answer's stream after its last chunk. */
+  end(): void;
+  /** Called once when the task settles in any way (answered, failed or dropped), after its answer. */
   release(): void;
 }
 
@@ -52,6 +62,10 @@ export class Task {
   batchSize = 0;
   /** The worker that ran its last batch (an id within the stage, or within the shared pool). */
   workerId: number | undefined;
+  /** Its client takes its last step's chunks as a stream, rather than gathered into one answer. */
+  streamed = false;
+  /** While a worker holds it at a step that streams: tells the worker what to do with its stream. */
+  control: ((action: StreamAction) => void) | undefined;
 
   readonly #reply: Reply;
 
@@ -93,16 +107,46 @@ export class Task {
   }
 
   succeed(body: Uint8Array, contentType: string, headers?: Record<string, string>): void {
-    if (this.#settle()) this.#reply.send(body, contentType, headers);
+    if (!this.#settle()) return;
+    try {
+      this.#reply.send(body, contentType, headers);
+    } finally {
+      this.#reply.release();
+    }
   }
 
+  /** Fails it; a worker streaming it is told to stop. */
   fail(error: ShoalError): void {
-    if (this.#settle()) this.#reply.fail(error);
+    if (!this.#settle()) return;
+    try {
+      this.control?.("cancel");
+      this.#reply.fail(error);
+    } finally {
+      this.#reply.release();
+    }
   }
 
-  /** The client is gone: settle without an answer, so queued work is skipped. */
+  /** The client is gone: settle without an answer, so queued work is skipped and a stream stops. */
   drop(): void {
-    this.#settle();
+    if (!this.#settle()) return;
+    this.control?.("cancel");
+    this.#reply.release();
+  }
+
+  /** A chunk of its stream. */
+  chunk(body: Uint8Array): void {
+    if (!this.settled) this.#reply.chunk(body);
+  }
+
+  /** Its worker ended its stream: after the last chunk, or with `error`. */
+  end(error?: ShoalError): void {
+    if (!this.#settle()) return;
+    try {
+      if (error === undefined) this.#reply.end();
+      else this.#reply.fail(error);
+    } finally {
+      this.#reply.release();
+    }
   }
 
   #settle(): boolean {
@@ -112,7 +156,6 @@ export class Task {
     this.transfer = undefined;
     this.queuedIn?.unqueue(this);
     this.queuedIn = null;
-    this.#reply.release();
     return true;
   }
 }

@@ -1,10 +1,11 @@
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
-import type { ShoalError } from "../errors.js";
+import { ShoalError } from "../errors.js";
 import type { Reply, Task } from "../scheduling/task.js";
 import type { AccessLog } from "./access-log.js";
 import type { Hold } from "./budget.js";
 import type { Page } from "./docs.js";
 import { serverTiming } from "./server-timing.js";
+import { StreamAnswer, type StreamOptions } from "./stream-answer.js";
 
 export const JSON_TYPE = "application/json";
 
@@ -44,6 +45,11 @@ export interface Answered {
 export class Exchange implements Reply {
   timer: NodeJS.Timeout | undefined;
   task!: Task;
+  /** Set when its client takes a stream. */
+  stream: StreamOptions | undefined;
+  // The stream, from its first chunk on.
+  #streaming: StreamAnswer | undefined;
+  #ended = false;
 
   constructor(
     readonly front: Answered,
@@ -68,7 +74,38 @@ export class Exchange implements Reply {
 
   fail(error: ShoalError): void {
     const ms = performance.now() - this.arrival;
+    if (this.#streaming !== undefined) {
+      this.#endStream(error);
+      return;
+    }
     this.#answered(error.status, sendError(this.res, this.requestId, error, { "server-timing": serverTiming(this.task, ms) }), ms);
+  }
+
+  chunk(body: Uint8Array): void {
+    this.#open().write(body);
+  }
+
+  end(): void {
+    this.#open();
+    this.#endStream(undefined);
+  }
+
+  // The stream, started at its first chunk: from then on the whole stream's deadline holds.
+  #open(): StreamAnswer {
+    if (this.#streaming !== undefined) return this.#streaming;
+    const options = this.stream!;
+    const { task } = this;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `the stream did not end within ${options.timeoutMs} ms`)), Math.max(0, options.deadline - performance.now()));
+    this.#streaming = new StreamAnswer(this.res, task, options, this.requestId, this.arrival);
+    return this.#streaming;
+  }
+
+  #endStream(error: ShoalError | undefined): void {
+    const stream = this.#streaming!;
+    this.#ended = true;
+    stream.end(error);
+    this.#answered(200, stream.bytes, performance.now() - this.arrival);
   }
 
   #answered(status: number, bytesOut: number, ms: number): void {
@@ -82,6 +119,7 @@ export class Exchange implements Reply {
 
   release(): void {
     clearTimeout(this.timer);
+    if (this.#streaming !== undefined && !this.#ended) this.#streaming.abandoned();
     this.hold.release();
     this.front.released(this.task);
   }

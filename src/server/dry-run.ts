@@ -29,6 +29,9 @@ export async function dryRun(routes: readonly Route[], timeoutMs: number, print:
       const task = new Task(route.stages, meta, started + timeoutMs, example, undefined, {
         send: (body, contentType) => resolve({ status: 200, detail: `${body.byteLength} bytes of ${contentType}` }),
         fail: (error: ShoalError) => resolve({ status: error.status, detail: error.publicMessage }),
+        // A dry run's task does not ask for a stream: a streaming stage's chunks come gathered.
+        chunk: () => {},
+        end: () => {},
         release: () => {},
       });
       task.decoded = true;

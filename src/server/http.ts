@@ -9,6 +9,7 @@ import { Task, type Step } from "../scheduling/task.js";
 import { AccessPolicy, corsScope, isPreflight, type CorsScope } from "./access.js";
 import { AccessLog } from "./access-log.js";
 import { Exchange, sendError, type Answered } from "./answers.js";
+import { negotiate } from "./stream-answer.js";
 import { discardBounds, receiveBody, type Body } from "./body.js";
 import { ByteBudget, type Hold } from "./budget.js";
 import { serveBuiltin, type BuiltinState, type Health } from "./builtin.js";
@@ -287,7 +288,12 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   }
 
   #accept(path: string, steps: readonly Step[], req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, body: Body, hold: Hold): void {
-    const timeoutMs = this.#config.timeoutMs;
+    const config = this.#config;
+    // A request for a stream has its first chunk by --timeout; gathered or not, the whole
+    // stream ends by --stream-timeout.
+    const policy = steps[steps.length - 1]!.stream;
+    const transport = policy === undefined ? undefined : negotiate(req.headers.accept, policy.transport);
+    const timeoutMs = policy !== undefined && transport === undefined ? config.streamTimeoutMs : config.timeoutMs;
     // A request that took its whole deadline to arrive is not queued at all.
     if (performance.now() - arrival >= timeoutMs) {
       this.#refuse(path, steps, arrival, res, requestId, new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`), undefined, hold);
@@ -297,6 +303,11 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     const exchange = new Exchange(this, path, arrival, res, requestId, hold, body.bytes.byteLength);
     const task = new Task(steps, meta, arrival + timeoutMs, body.bytes, body.transfer, exchange);
     exchange.task = task;
+    if (transport !== undefined) {
+      task.streamed = true;
+      const streamMs = config.streamTimeoutMs;
+      exchange.stream = { transport, policy: policy!, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
+    }
     this.#accepted.add(task);
     this.#inFlight++;
     exchange.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));

@@ -75,7 +75,7 @@ export class Server {
       throw new TypeError("appendWorker() takes a class that extends Worker and has a forward() method");
     }
     const name = `${worker.name}_${this.#specs.length + 1}`;
-    this.#specs.push({ cls: worker, name, options: resolveStageOptions(name, options) });
+    this.#specs.push({ cls: worker, name, options: resolveStageOptions(name, options, worker) });
     workerContext()?.stages.push(worker);
     return this;
   }
@@ -141,7 +141,7 @@ export class Server {
 
   // The stages and the routes' pipelines. `oneWorker` starts a single worker per stage.
   #build(config: ServerConfig, logger: Logger, metrics: Metrics, restarts: RestartLimit, oneWorker = false): { stages: Stage[]; routes: Map<string, Route> } {
-    const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, limits: requestLimits(config), logger, metrics, restarts };
+    const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, streamTimeoutMs: config.streamTimeoutMs, limits: requestLimits(config), logger, metrics, restarts };
     const stages = this.#specs.map((spec, index) => {
       const options = oneWorker ? { ...spec.options, num: 1, env: spec.options.env?.slice(0, 1) } : spec.options;
       return new Stage(spec.name, index, spec.cls.name, options, { ...context, channel: CHANNELS[options.isolation] });

@@ -1,9 +1,16 @@
 import { errorToWire, type ErrorCode, type WireError } from "../errors.js";
 import { REPORT_INTERVAL_MS } from "../metrics/worker-metrics.js";
 import { parseItem, toJsonSchema, type Schema } from "../schema.js";
+import { warmUp } from "./warm-up.js";
 import type { RequestMeta, Worker, WorkerClass, WorkerLog } from "../worker.js";
-import type { BatchItem, BatchMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, StageBoot } from "./messages.js";
+import type { StepWorker } from "../step-worker.js";
+import { isAsyncIterable, ItemStream } from "./item-stream.js";
+import type { BatchItem, BatchMessage, FlowMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, StageBoot } from "./messages.js";
+import { StepScheduler } from "./step-scheduler.js";
 import { transferablesOf } from "./transfer.js";
+
+/** How a runner sends its coordinator a message that is not a batch's result, moving `transfer`. */
+export type Send = (message: FromWorker, transfer?: ArrayBuffer[]) => void;
 
 /** A result message and the buffers it moves. */
 export interface Outgoing {
@@ -39,6 +46,11 @@ export class BatchRunner<W extends Worker = Worker> {
   readonly #input: Schema | undefined;
   readonly #output: Schema | undefined;
   readonly #batched: boolean;
+  readonly #streams: boolean;
+  // Set for a StepWorker: its forward() is the scheduler's.
+  readonly #steps: StepScheduler | undefined;
+  // The streams of each batch under way, by sequence number, at their items' indexes.
+  readonly #open = new Map<number, ItemStream[]>();
   // The first warm-up example as forward() received it (parsed), for --dry-run.
   #example: unknown;
   #metricsTimer: NodeJS.Timeout | undefined;
@@ -47,11 +59,14 @@ export class BatchRunner<W extends Worker = Worker> {
     readonly worker: W,
     readonly boot: RunnerIdentity,
     readonly failures: Failures,
+    readonly send: Send,
   ) {
     const cls = worker.constructor as WorkerClass;
     this.#input = cls.input;
     this.#output = cls.output;
     this.#batched = cls.batched;
+    this.#streams = cls.streaming !== false && cls.streaming !== undefined;
+    this.#steps = cls.stepwise === true ? new StepScheduler(worker as unknown as StepWorker) : undefined;
   }
 
   /**
@@ -59,7 +74,7 @@ export class BatchRunner<W extends Worker = Worker> {
    * examples, and starts reporting its metrics through `send`. `failures` are a stage's unless
    * given.
    */
-  static async start<W extends Worker>(cls: new () => W, boot: RunnerIdentity, send: (message: FromWorker) => void, failures = STAGE_FAILURES): Promise<BatchRunner<W>> {
+  static async start<W extends Worker>(cls: new () => W, boot: RunnerIdentity, send: Send, failures = STAGE_FAILURES): Promise<BatchRunner<W>> {
     const worker = new cls();
     worker.workerId = boot.workerId;
     worker.stage = boot.stageName;
@@ -68,7 +83,7 @@ export class BatchRunner<W extends Worker = Worker> {
     worker.limits = boot.limits;
     worker.log = logTo(send);
     await worker.init();
-    const runner = new BatchRunner(worker, boot, failures);
+    const runner = new BatchRunner(worker, boot, failures, send);
     await runner.#warmUp();
     runner.#reportMetrics(send);
     return runner;
@@ -90,40 +105,15 @@ export class BatchRunner<W extends Worker = Worker> {
     return message;
   }
 
-  // Runs the declared examples through forward(), in batches when the stage batches, checking
-  // them against the input schema and their results against the output schema. A failure stops
-  // the worker from starting, with a message that names the worker and the example.
+  // The declared examples through forward() before the worker takes work (warm-up.ts).
   async #warmUp(): Promise<void> {
     const { worker, boot } = this;
     const examples = worker.examples ?? (worker.example === undefined ? [] : [worker.example]);
-    const size = boot.maxBatchSize;
-    for (let i = 0; i < examples.length; i += size) {
-      const declared = examples.slice(i, i + size);
-      const metas = declared.map(() => ({ requestId: "warm-up", headers: {}, deadline: Infinity, route: "" }));
-      const which = declared.length === 1 ? `example ${i + 1}` : `examples ${i + 1}-${i + declared.length}`;
-      const fail = (why: string) =>
-        new Error(`warm-up of ${boot.stageName} worker ${boot.workerId} failed on ${which} of ${examples.length} (${preview(declared[0])}): ${why}`);
-      const chunk = await conforming(this.#input, declared).catch((err: Error) => {
-        throw fail(`an example does not match the input schema: ${err.message}`);
-      });
-      this.#example ??= chunk[0];
-      let outputs: unknown[];
-      try {
-        outputs = await this.#forward(chunk, metas);
-      } catch (err) {
-        throw fail(err instanceof Error ? err.message : String(err));
-      }
-      if (!Array.isArray(outputs) || outputs.length !== chunk.length) throw fail(`forward() did not return one result per example`);
-      const error = outputs.find((out): out is Error => out instanceof Error);
-      if (error !== undefined) throw fail(error.message);
-      await conforming(this.#output, outputs).catch((err: Error) => {
-        throw fail(`a result does not match the output schema: ${err.message}`);
-      });
-    }
+    this.#example = await warmUp(examples, boot, { input: this.#input, output: this.#output }, (inputs, metas) => this.#forward(inputs, metas));
   }
 
   // Sends the Worker's own metrics to the coordinator while it has any, when they change.
-  #reportMetrics(send: (message: FromWorker) => void): void {
+  #reportMetrics(send: Send): void {
     const { registry } = this.worker.metrics;
     let last = "";
     this.#metricsTimer = setInterval(async () => {
@@ -165,10 +155,12 @@ export class BatchRunner<W extends Worker = Worker> {
     }
     const transfer = new Set<ArrayBuffer>();
     if (inputs.length > 0) {
+      const streams = this.#streams ? this.#openStreams(seq, metas, positions) : undefined;
       let outputs: unknown[];
       try {
         outputs = await this.#forward(inputs, metas);
       } catch (err) {
+        this.#open.delete(seq);
         return { message: { kind: "result", seq, error: errorToWire(err) }, transfer: [] };
       }
       if (!Array.isArray(outputs) || outputs.length !== inputs.length) {
@@ -180,12 +172,67 @@ export class BatchRunner<W extends Worker = Worker> {
         };
         return { message: { kind: "result", seq, error }, transfer: [] };
       }
+      const pending: Promise<void>[] = [];
       for (let j = 0; j < outputs.length; j++) {
         const at = positions[j]!;
-        results[at] = this.#finish(outputs[j], items[at]!, transfer);
+        const output = outputs[j];
+        if (streams !== undefined && isAsyncIterable(output)) pending.push(this.#pour(output, streams[at]!, seq, at, items[at]!, transfer).then((result) => void (results[at] = result)));
+        else results[at] = this.#finish(output, items[at]!, transfer);
       }
+      if (pending.length > 0) await Promise.all(pending);
+      this.#open.delete(seq);
     }
     return { message: { kind: "result", seq, results }, transfer: [...transfer] };
+  }
+
+  /** Applies the coordinator's word on one stream; false when this runner does not hold its batch. */
+  flow({ seq, index, action }: FlowMessage): boolean {
+    const streams = this.#open.get(seq);
+    streams?.[index]?.flow(action);
+    return streams !== undefined;
+  }
+
+  /** Sequences a StepWorker is generating now. */
+  get activeSequences(): number {
+    return this.#steps?.active ?? 0;
+  }
+
+  // A stream for each item forward() will see, its signal in the item's meta.
+  #openStreams(seq: number, metas: RequestMeta[], positions: number[]): ItemStream[] {
+    const streams: ItemStream[] = [];
+    for (let j = 0; j < metas.length; j++) {
+      const stream = new ItemStream();
+      (metas[j] as { signal?: AbortSignal }).signal = stream.signal;
+      streams[positions[j]!] = stream;
+    }
+    this.#open.set(seq, streams);
+    return streams;
+  }
+
+  // One streamed item: its chunks go to the coordinator as they come when its client takes a
+  // stream (the item's result is then a placeholder), or are gathered into its one result.
+  async #pour(source: AsyncIterable<unknown>, stream: ItemStream, seq: number, index: number, item: BatchItem, transfer: Set<ArrayBuffer>): Promise<ItemResult> {
+    const { worker } = this;
+    if (item.stream !== true) {
+      const chunks: unknown[] = [];
+      let value: unknown;
+      try {
+        value = (await stream.drain(source, (chunk) => chunks.push(chunk))) ? worker.gather(chunks, item.meta) : new Error("cancelled");
+      } catch (err) {
+        value = err instanceof Error ? err : new Error(String(err));
+      }
+      return this.#finish(value, item, transfer);
+    }
+    try {
+      const ended = await stream.drain(source, (chunk) => {
+        const bytes = exclusive(worker.encode(chunk, item.meta));
+        this.send({ kind: "stream", seq, index, chunk: bytes }, bytes.byteLength > 0 ? [bytes.buffer as ArrayBuffer] : []);
+      });
+      if (ended) this.send({ kind: "stream", seq, index, end: true });
+    } catch (err) {
+      if (!stream.signal.aborted) this.send({ kind: "stream", seq, index, end: true, error: this.failures.failedItem(errorToWire(err)) });
+    }
+    return { ok: true, value: null };
   }
 
   #decode(item: BatchItem): ItemResult {
@@ -201,6 +248,7 @@ export class BatchRunner<W extends Worker = Worker> {
   // item is that item's result alone. A Worker declared `batched` then gets batches of one, so
   // that maxBatchSize stays the most it is given.
   async #forward(inputs: unknown[], metas: RequestMeta[]): Promise<unknown[]> {
+    if (this.#steps !== undefined) return this.#steps.join(inputs, metas);
     if (this.boot.maxBatchSize > 1) return (await this.worker.forward(inputs, metas)) as unknown[];
     const outputs: unknown[] = new Array(inputs.length);
     for (let i = 0; i < inputs.length; i++) {
@@ -262,24 +310,8 @@ async function validate(schema: Schema, value: unknown): Promise<ItemResult> {
   }
 }
 
-// The values parsed by `schema`, or the values themselves when there is none. Rejects with the
-// first failure.
-function conforming(schema: Schema | undefined, values: unknown[]): Promise<unknown[]> {
-  return schema === undefined ? Promise.resolve(values) : Promise.all(values.map((value) => parseItem(schema, value)));
-}
-
 function logTo(send: (message: LogMessage) => void): WorkerLog {
   const line = (level: LogMessage["level"]) => (msg: string, fields?: Record<string, unknown>) =>
     send(fields === undefined ? { kind: "log", level, msg } : { kind: "log", level, msg, fields });
   return { debug: line("debug"), info: line("info"), warn: line("warn"), error: line("error") };
-}
-
-function preview(value: unknown): string {
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }

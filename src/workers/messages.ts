@@ -57,6 +57,11 @@ export interface BatchItem {
   ingress: boolean;
   /** Encode the result with the Worker's codec. */
   egress: boolean;
+  /**
+   * Set on an egress item whose client takes a stream: a Worker that streams sends each chunk
+   * as it comes (`stream` messages) instead of gathering them into one result.
+   */
+  stream?: true;
   meta: RequestMeta;
 }
 
@@ -90,6 +95,19 @@ export interface LoadMessage {
   /** Declared metadata, for a module runtime. */
   inputs?: TensorMetadata[];
   outputs?: TensorMetadata[];
+}
+
+/**
+ * Coordinator to worker: what to do with the stream of one item of a batch it holds. `cancel`:
+ * the client is gone or its deadline passed (the item's `meta.signal` aborts, and no more of it
+ * is sent); `pause` and `resume`: its client reads slower than it is written.
+ */
+export interface FlowMessage {
+  kind: "flow";
+  seq: number;
+  /** The item's index in the batch. */
+  index: number;
+  action: "cancel" | "pause" | "resume";
 }
 
 /** Coordinator to a model host: drop a model instance. No answer. */
@@ -155,6 +173,21 @@ export interface ResultMessage {
   error?: WireError;
 }
 
+/**
+ * Worker to coordinator: a chunk of the stream of item `index` of batch `seq` (the bytes its
+ * Worker encoded), or the stream's end: `end`, with `error` if it failed after it started. Only
+ * items sent with `stream` stream; the batch's `result` follows once every stream has ended
+ * (the streamed items' results there are placeholders).
+ */
+export interface StreamMessage {
+  kind: "stream";
+  seq: number;
+  index: number;
+  chunk?: Uint8Array;
+  end?: true;
+  error?: WireError;
+}
+
 /** Worker to coordinator: a line for the server's log. */
 export interface LogMessage {
   kind: "log";
@@ -177,5 +210,5 @@ export interface FatalMessage {
   error: WireError;
 }
 
-export type ToWorker = BatchMessage | LoadMessage | UnloadMessage | StopMessage;
-export type FromWorker = ReadyMessage | ResultMessage | LogMessage | MetricsMessage | FatalMessage | LoadedMessage | LoadFailedMessage | StoppingMessage;
+export type ToWorker = BatchMessage | FlowMessage | LoadMessage | UnloadMessage | StopMessage;
+export type FromWorker = ReadyMessage | ResultMessage | StreamMessage | LogMessage | MetricsMessage | FatalMessage | LoadedMessage | LoadFailedMessage | StoppingMessage;

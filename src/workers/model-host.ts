@@ -1,5 +1,5 @@
 import { errorToWire } from "../errors.js";
-import { BatchRunner, type RunnerIdentity } from "./batch-runner.js";
+import { BatchRunner, type RunnerIdentity, type Send } from "./batch-runner.js";
 import type { FromWorker, LoadMessage, RequestLimits, ToWorker } from "./messages.js";
 import { modelClass } from "./model-classes.js";
 import { V2_FAILURES, type V2Worker } from "./v2-worker.js";
@@ -21,7 +21,7 @@ export class ModelHost {
   constructor(
     readonly workerId: number,
     readonly limits: RequestLimits,
-    readonly send: (message: FromWorker) => void,
+    readonly send: Send,
   ) {}
 
   /** Handles one message from the coordinator; a batch's result is returned to be posted. */
@@ -29,6 +29,9 @@ export class ModelHost {
     switch (message.kind) {
       case "load":
         return { message: await this.#load(message), transfer: [] };
+      case "flow":
+        for (const runner of this.#models.values()) if (runner.flow(message)) break;
+        return undefined;
       case "unload": {
         const runner = this.#models.get(message.model);
         if (runner === undefined) this.#cancelled.add(message.model);
@@ -51,7 +54,7 @@ export class ModelHost {
       const cls = await modelClass(message);
       // The Worker's own metrics are labelled with its model, which shares the worker with others.
       const label = message.version === "" ? message.name : `${message.name}/${message.version}`;
-      const runner = await BatchRunner.start(cls, boot, (m) => this.send(m.kind === "metrics" ? { ...m, model: label } : m), V2_FAILURES);
+      const runner = await BatchRunner.start(cls, boot, (m, transfer) => this.send(m.kind === "metrics" ? { ...m, model: label } : m, transfer), V2_FAILURES);
       if (this.#cancelled.delete(message.model)) drop(runner);
       else this.#models.set(message.model, runner);
       const { platform, inputs, outputs } = runner.worker.adapter;

@@ -1,9 +1,10 @@
-import { ShoalError, type WireError } from "../errors.js";
+import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { StageMetrics } from "../metrics/registry.js";
-import type { Channel, ChannelFactory } from "./channel.js";
-import type { BatchMessage, FromWorker, LoadFailedMessage, LoadedMessage, MetricsMessage, ReadyMessage, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
-import { SlotBackoff, startVerdict, type RestartLimit } from "./restart-policy.js";
+import type { ChannelFactory } from "./channel.js";
+import type { BatchMessage, FlowMessage, FromWorker, LoadFailedMessage, LoadedMessage, MetricsMessage, ReadyMessage, ResultMessage, StreamMessage, ToWorker, WorkerBoot } from "./messages.js";
+import { startVerdict, type RestartLimit } from "./restart-policy.js";
+import { Slot, WorkerHandle } from "./worker-handle.js";
 
 /** What a worker says that the pool does not handle itself: a model host's answers and its models' metrics. */
 export type WorkerNews = LoadedMessage | LoadFailedMessage | (MetricsMessage & { model: string });
@@ -29,6 +30,8 @@ export interface PoolEvents<H> extends WorkerEvents {
   onBatchDone(handle: H, result: ResultMessage, contentType: string, elapsedMs: number): void;
   /** A batch will not come back (timeout or dead worker). */
   onBatchLost(handle: H, error: ShoalError): void;
+  /** A chunk of one item's stream, or its end, from a batch the worker still holds. */
+  onStream?(handle: H, message: StreamMessage): void;
 }
 
 export interface PoolOptions {
@@ -39,49 +42,14 @@ export interface PoolOptions {
   boot(workerId: number): WorkerBoot;
   /** Cap on one `forward()` call, in ms. */
   timeoutMs: number;
+  /** How many batches one worker may hold at once (default 1): more for a Worker that lets sequences join while it runs. */
+  concurrency?: number;
   env: Record<string, string>[] | undefined;
   channel: ChannelFactory;
   logger: Logger;
   metrics: StageMetrics;
   /** The server's `--max-restarts`, which every restart counts against. */
   restarts: RestartLimit;
-}
-
-type State = "starting" | "idle" | "busy" | "gone";
-
-/** One worker as the coordinator sees it. */
-class WorkerHandle<H> {
-  state: State = "starting";
-  contentType = "application/json";
-  /** The handle of the batch in the worker, if any, and its sequence number. */
-  batch: H | null = null;
-  seq = 0;
-  /** When the current batch was sent (performance.now() clock). */
-  sentAt = 0;
-  timer: NodeJS.Timeout | undefined;
-  /** Set when the worker failed to start, with the reason. */
-  fatal: WireError | undefined;
-  channel!: Channel;
-  /** Set once the worker was asked to stop: resolves when it has exited. */
-  exited: Promise<void> | undefined;
-  onExit: (() => void) | undefined;
-  stopTimer: NodeJS.Timeout | undefined;
-
-  constructor(readonly workerId: number) {}
-}
-
-/** What the pool remembers of one worker id across the workers that hold it in turn. */
-class Slot {
-  /** Attempts in a row that died before they were ready, whatever ended them. */
-  attempts = 0;
-  /** The fatal error the last of them reported, if it did. */
-  fatal: string | undefined;
-  /** A worker of this id has been ready: its start-up is over, and a death is a crash to recover from. */
-  wasReady = false;
-  readonly backoff = new SlotBackoff();
-  /** The next attempt, waiting out its back-off, and when it starts (performance.now() clock). */
-  restart: NodeJS.Timeout | undefined;
-  restartAt = 0;
 }
 
 // A worker asked to stop that has not said `stopping` by then is busy in synchronous code: ending
@@ -119,7 +87,7 @@ export class Pool<H> {
   /** Workers that have started and are alive. */
   get live(): number {
     let n = 0;
-    for (const h of this.#handles.values()) if (h.state === "idle" || h.state === "busy") n++;
+    for (const h of this.#handles.values()) if (h.live) n++;
     return n;
   }
 
@@ -134,15 +102,15 @@ export class Pool<H> {
     return this.#idle.length > 0;
   }
 
-  /** Whether worker `workerId` is free. */
+  /** Whether worker `workerId` takes a batch now. */
   isIdle(workerId: number): boolean {
-    return this.#handles.get(workerId)?.state === "idle";
+    return this.#handles.get(workerId)?.free ?? false;
   }
 
   /** The ids of the workers started and alive. */
   liveWorkers(): number[] {
     const ids: number[] = [];
-    for (const h of this.#handles.values()) if (h.state === "idle" || h.state === "busy") ids.push(h.workerId);
+    for (const h of this.#handles.values()) if (h.live) ids.push(h.workerId);
     return ids;
   }
 
@@ -170,20 +138,27 @@ export class Pool<H> {
    */
   dispatch(handle: H, message: Omit<BatchMessage, "seq">, transfer: ArrayBuffer[], workerId?: number): number {
     const at = workerId === undefined ? this.#idle.length - 1 : this.#idle.findIndex((h) => h.workerId === workerId);
-    const worker = this.#idle.splice(at, 1)[0]!;
-    worker.state = "busy";
-    worker.batch = handle;
+    const worker = this.#idle[at]!;
     const seq = ++worker.seq;
-    worker.sentAt = performance.now();
-    worker.timer = setTimeout(() => this.#overrun(worker), this.#options.timeoutMs);
+    worker.flights.set(seq, { handle, sentAt: performance.now(), timer: setTimeout(() => this.#overrun(worker), this.#options.timeoutMs) });
+    if (!worker.free) this.#idle.splice(at, 1);
     worker.channel.send({ ...message, seq }, transfer);
     return worker.workerId;
+  }
+
+  /** Tells worker `workerId` what to do with the stream of item `index` of the batch `handle`, if it still holds it. */
+  control(workerId: number, handle: H, index: number, action: FlowMessage["action"]): void {
+    const worker = this.#handles.get(workerId);
+    if (worker === undefined) return;
+    for (const [seq, flight] of worker.flights) {
+      if (flight.handle === handle) worker.channel.send({ kind: "flow", seq, index, action }, []);
+    }
   }
 
   /** Sends a message other than a batch (a model load or unload) to a live worker. */
   send(workerId: number, message: ToWorker): void {
     const handle = this.#handles.get(workerId);
-    if (handle !== undefined && (handle.state === "idle" || handle.state === "busy")) handle.channel.send(message, []);
+    if (handle?.live) handle.channel.send(message, []);
   }
 
   /** Stops every worker once what it runs is done; resolves when all have exited. */
@@ -211,7 +186,7 @@ export class Pool<H> {
 
   #spawn(workerId: number): void {
     const o = this.#options;
-    const handle = new WorkerHandle<H>(workerId);
+    const handle = new WorkerHandle<H>(workerId, o.concurrency ?? 1);
     this.#handles.set(workerId, handle);
     handle.channel = o.channel(o.boot(workerId), o.env?.[workerId - 1], {
       message: (message) => this.#onMessage(handle, message),
@@ -230,7 +205,7 @@ export class Pool<H> {
     switch (message.kind) {
       case "ready": {
         if (this.#closing) return;
-        handle.state = "idle";
+        handle.state = "ready";
         handle.contentType = message.contentType;
         this.declared = message;
         const slot = this.#slots.get(handle.workerId)!;
@@ -249,17 +224,22 @@ export class Pool<H> {
         return;
       }
       case "result": {
-        if (handle.batch === null || message.seq !== handle.seq) return;
-        clearTimeout(handle.timer);
-        const batch = handle.batch;
-        handle.batch = null;
-        handle.state = "idle";
-        this.#idle.push(handle);
+        const flight = handle.flights.get(message.seq);
+        if (flight === undefined) return;
+        clearTimeout(flight.timer);
+        const wasFree = handle.free;
+        handle.flights.delete(message.seq);
+        if (!wasFree) this.#idle.push(handle);
         this.#slots.get(handle.workerId)!.backoff.answered();
-        const elapsedMs = performance.now() - handle.sentAt;
+        const elapsedMs = performance.now() - flight.sentAt;
         // The next batch first: the worker computes it while this one's answers are written.
         this.#owner.onWorkerFree(handle.workerId);
-        this.#owner.onBatchDone(batch, message, handle.contentType, elapsedMs);
+        this.#owner.onBatchDone(flight.handle, message, handle.contentType, elapsedMs);
+        return;
+      }
+      case "stream": {
+        const flight = handle.flights.get(message.seq);
+        if (flight !== undefined) this.#owner.onStream?.(flight.handle, message);
         return;
       }
       case "loaded":
@@ -280,12 +260,14 @@ export class Pool<H> {
   }
 
   #overrun(handle: WorkerHandle<H>): void {
-    const batch = handle.batch;
-    if (batch === null) return;
-    handle.batch = null;
+    if (this.#handles.get(handle.workerId) !== handle) return;
+    const batches = handle.takeFlights();
     const ms = this.#options.timeoutMs;
     this.#log.warn({ worker: handle.workerId, timeoutMs: ms }, "forward() overran its timeout; replacing the worker");
-    this.#owner.onBatchLost(batch, new ShoalError("FORWARD_TIMEOUT", `forward() did not finish within ${ms} ms`));
+    const error = new ShoalError("FORWARD_TIMEOUT", `forward() did not finish within ${ms} ms`);
+    for (const batch of batches) this.#owner.onBatchLost(batch, error);
+    const at = this.#idle.indexOf(handle);
+    if (at >= 0) this.#idle.splice(at, 1);
     // The replacement starts now; the old worker is stopped beside it (see #stop).
     this.#handles.delete(handle.workerId);
     void this.#stop(handle);
@@ -297,7 +279,7 @@ export class Pool<H> {
   #onExit(handle: WorkerHandle<H>, reason: string): void {
     const wasStarting = handle.state === "starting";
     handle.state = "gone";
-    clearTimeout(handle.timer);
+    const batches = handle.takeFlights();
     clearTimeout(handle.stopTimer);
     handle.onExit?.();
     // A worker replaced after an overrun: its successor holds the id now.
@@ -306,11 +288,7 @@ export class Pool<H> {
     this.#options.metrics.workerReport(handle.workerId, undefined);
     const at = this.#idle.indexOf(handle);
     if (at >= 0) this.#idle.splice(at, 1);
-    if (handle.batch !== null) {
-      const batch = handle.batch;
-      handle.batch = null;
-      this.#owner.onBatchLost(batch, new ShoalError("WORKER_DIED", "the worker running this request died"));
-    }
+    for (const batch of batches) this.#owner.onBatchLost(batch, new ShoalError("WORKER_DIED", "the worker running this request died"));
     if (this.#closing) return;
     const workerId = handle.workerId;
     const slot = this.#slots.get(workerId)!;

@@ -31,8 +31,8 @@ class ProcessChannel implements Channel {
   #child: ChildProcess | undefined;
   #socket: Socket | undefined;
   #socketOpen = false;
-  /** The batch in the worker: its sequence number (the wire's wraps at 2^32) and its size. */
-  #pending: { seq: number; size: number } | undefined;
+  /** The batches the worker holds, by their sequence number as the wire carries it (it wraps at 2^32): the full number, and the size. */
+  readonly #pending = new Map<number, { seq: number; size: number }>();
   /** How the child ended, once it has. */
   #status: string | undefined;
   /** Why the coordinator killed a child that broke the protocol: says more than the signal. */
@@ -61,7 +61,7 @@ class ProcessChannel implements Channel {
       else if (message.kind === "load") queueMicrotask(() => this.#events.message({ kind: "loadFailed", model: message.model, error: errorToWire(err, "ENCODING") }));
       return;
     }
-    if (message.kind === "batch") this.#pending = { seq: message.seq, size: message.items.length };
+    if (message.kind === "batch") this.#pending.set(message.seq >>> 0, { seq: message.seq, size: message.items.length });
     // The pool sends batches only to a worker that said ready, so the socket is there.
     this.#socket!.write(frame);
   }
@@ -128,11 +128,15 @@ class ProcessChannel implements Channel {
     }
     for (const message of messages) {
       if (this.#reason !== "") return;
-      if (message.kind === "boot" || message.kind === "batch" || message.kind === "load" || message.kind === "unload" || message.kind === "stop") {
+      if (message.kind === "boot" || message.kind === "batch" || message.kind === "flow" || message.kind === "load" || message.kind === "unload" || message.kind === "stop") {
         this.#fail(`a worker sent a ${message.kind} frame`);
       } else if (message.kind === "result") {
         const result = this.#result(message);
         if (result !== undefined) this.#events.message(result);
+      } else if (message.kind === "stream") {
+        const pending = this.#pending.get(message.seq);
+        if (pending === undefined) this.#fail(`a stream chunk of batch ${message.seq}, which the worker does not have`);
+        else this.#events.message({ ...message, seq: pending.seq });
       } else {
         this.#events.message(message);
       }
@@ -142,12 +146,12 @@ class ProcessChannel implements Channel {
   // The result of the batch in the worker, with its full sequence number and the buffers that
   // can move on to a thread stage; undefined (and the worker ended) if it is not one.
   #result(message: ResultMessage): ResultMessage | undefined {
-    const pending = this.#pending;
-    if (pending === undefined || message.seq !== pending.seq >>> 0) {
+    const pending = this.#pending.get(message.seq);
+    if (pending === undefined) {
       this.#fail(`a result for batch ${message.seq}, which the worker does not have`);
       return undefined;
     }
-    this.#pending = undefined;
+    this.#pending.delete(message.seq);
     if (message.results === undefined) return { ...message, seq: pending.seq };
     if (message.results.length !== pending.size) {
       this.#fail(`${message.results.length} results for a batch of ${pending.size}`);

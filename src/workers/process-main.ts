@@ -32,7 +32,7 @@ function receive(message: WireMessage): void {
   if (message.kind === "boot" && !booted) {
     booted = true;
     void serveWorker(message, link);
-  } else if ((message.kind === "batch" || message.kind === "load" || message.kind === "unload" || message.kind === "stop") && handle !== undefined) {
+  } else if ((message.kind === "batch" || message.kind === "flow" || message.kind === "load" || message.kind === "unload" || message.kind === "stop") && handle !== undefined) {
     handle(message);
   } else {
     throw new ProtocolError(`unexpected ${message.kind} frame`);

@@ -12,7 +12,7 @@
  * | 4      | 1    | version | u8, {@link PROTOCOL_VERSION}                                |
  * | 5      | 1    | kind    | u8, a {@link KIND} code                                     |
  * | 6      | 2    | flags   | u16, {@link FLAG} bits                                      |
- * | 8      | 4    | seq     | u32, the batch's sequence number (batch, result), else 0    |
+ * | 8      | 4    | seq     | u32, the batch's sequence number (batch, result, stream, flow), else 0 |
  * | 12     | …    | body    | a MessagePack map: the message's fields but `kind` and `seq` |
  */
 import { Packr } from "msgpackr";
@@ -46,6 +46,7 @@ export const KIND = {
   load: 0x03,
   unload: 0x04,
   stop: 0x05,
+  flow: 0x06,
   ready: 0x81,
   result: 0x82,
   log: 0x83,
@@ -54,17 +55,19 @@ export const KIND = {
   loaded: 0x86,
   loadFailed: 0x87,
   stopping: 0x88,
+  stream: 0x89,
 } as const satisfies Record<WireMessage["kind"], number>;
 
 /** Header flag bits. Senders leave the others 0; receivers ignore them. */
 export const FLAG = {
-  /** On a result frame: the batch failed as a whole, and the body has `error` instead of `results`. */
+  /** On a result frame: the batch failed as a whole, and the body has `error` instead of `results`. On a stream frame: the stream failed, and the body has `error`. */
   ERROR: 0x0001,
 } as const;
 
 const KIND_BY_CODE = new Map<number, WireMessage["kind"]>(Object.entries(KIND).map(([kind, code]) => [code, kind as WireMessage["kind"]]));
 
 const LOG_LEVELS: readonly unknown[] = ["debug", "info", "warn", "error"];
+const FLOW_ACTIONS: readonly unknown[] = ["cancel", "pause", "resume"];
 
 /** A frame that breaks the protocol. The connection cannot be trusted after it. */
 export class ProtocolError extends Error {
@@ -89,8 +92,8 @@ export function encodeFrame(message: WireMessage): Buffer {
   frame.writeUInt32LE(length, OFFSET.length);
   frame.writeUInt8(PROTOCOL_VERSION, OFFSET.version);
   frame.writeUInt8(KIND[message.kind], OFFSET.kind);
-  frame.writeUInt16LE(message.kind === "result" && message.error !== undefined ? FLAG.ERROR : 0, OFFSET.flags);
-  // Sequence numbers wrap at 2^32 on the wire; the coordinator has one batch per worker in flight.
+  frame.writeUInt16LE((message.kind === "result" || message.kind === "stream") && message.error !== undefined ? FLAG.ERROR : 0, OFFSET.flags);
+  // Sequence numbers wrap at 2^32 on the wire; a worker holds far fewer batches than that.
   frame.writeUInt32LE("seq" in message ? message.seq >>> 0 : 0, OFFSET.seq);
   frame.set(body, HEADER_BYTES);
   return frame;
@@ -101,6 +104,7 @@ export function encodeFrame(message: WireMessage): Buffer {
 function bodyOf(message: WireMessage): Record<string, unknown> {
   const body = fieldsOf(message, HEADER_FIELDS);
   if (message.kind === "batch") body.items = message.items.map((item) => ({ ...item, payload: asBin(item.payload) }));
+  if (message.kind === "stream" && message.chunk !== undefined) body.chunk = asBin(message.chunk);
   if (message.kind === "result" && message.results !== undefined) {
     body.results = message.results.map((r) => (r.ok ? { ...fieldsOf(r, THREAD_ONLY), value: asBin(r.value) } : r));
   }
@@ -173,6 +177,16 @@ function toMessage(kind: WireMessage["kind"], flags: number, seq: number, fields
       }
       for (const result of listOf(fields.results, `${where}: results`)) checkResult(mapOf(result, `${where}: a result`), `${where}: a result`);
       return { kind, seq, results: fields.results as ItemResult[] };
+    case "stream":
+      expect(fields, where, { index: "number" });
+      if (fields.chunk !== undefined && !(fields.chunk instanceof Uint8Array)) throw new ProtocolError(`${where}: 'chunk' must be bin`);
+      if (fields.end !== undefined && fields.end !== true) throw new ProtocolError(`${where}: 'end' must be true when present`);
+      if ((flags & FLAG.ERROR) !== 0) checkError(fields.error, `${where}: error`);
+      return { ...fields, kind, seq } as FromWorker;
+    case "flow":
+      expect(fields, where, { index: "number" });
+      if (!FLOW_ACTIONS.includes(fields.action)) throw new ProtocolError(`${where}: action must be one of ${FLOW_ACTIONS.join(", ")}`);
+      return { ...fields, kind, seq } as ToWorker;
     case "log":
       if (!LOG_LEVELS.includes(fields.level)) throw new ProtocolError(`${where}: level must be one of ${LOG_LEVELS.join(", ")}`);
       expect(fields, where, { msg: "string" });

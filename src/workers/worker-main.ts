@@ -1,5 +1,5 @@
 import { errorToWire } from "../errors.js";
-import { BatchRunner } from "./batch-runner.js";
+import { BatchRunner, type Send } from "./batch-runner.js";
 import { enterWorkerContext } from "./context.js";
 import type { FromWorker, HostBoot, StageBoot, ToWorker, WorkerBoot } from "./messages.js";
 import { importServerModule } from "./module-loader.js";
@@ -27,13 +27,14 @@ export async function serveWorker(boot: WorkerBoot, link: WorkerLink): Promise<v
   }
   let runner: BatchRunner;
   try {
-    runner = await work.track(start(boot, (message) => link.post(message, [])));
+    runner = await work.track(start(boot, (message, transfer = []) => link.post(message, transfer)));
   } catch (err) {
     link.post({ kind: "fatal", error: errorToWire(err, "SERVER") }, []);
     link.exit(1);
     return;
   }
   work.serve(async (batch) => {
+    if (batch.kind === "flow") runner.flow(batch);
     if (batch.kind !== "batch") return;
     try {
       const { message, transfer } = await runner.run(batch);
@@ -50,7 +51,7 @@ export async function serveWorker(boot: WorkerBoot, link: WorkerLink): Promise<v
 // Its code is imported only here, so that a stage's worker does not load the V2 codecs.
 async function serveModels(boot: HostBoot, link: WorkerLink, work: Work): Promise<void> {
   const { ModelHost } = await import("./model-host.js");
-  const host = new ModelHost(boot.workerId, boot.limits, (message) => link.post(message, []));
+  const host = new ModelHost(boot.workerId, boot.limits, (message, transfer = []) => link.post(message, transfer));
   work.serve(async (message) => {
     try {
       const reply = await host.receive(message);
@@ -106,7 +107,7 @@ class Work {
   }
 }
 
-async function start(boot: StageBoot, send: (message: FromWorker) => void): Promise<BatchRunner> {
+async function start(boot: StageBoot, send: Send): Promise<BatchRunner> {
   const context = enterWorkerContext(boot);
   await importServerModule(boot.moduleUrl);
   const cls = context.stages[boot.stageIndex];

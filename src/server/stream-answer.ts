@@ -1,0 +1,141 @@
+import type { ServerResponse } from "node:http";
+import { ShoalError } from "../errors.js";
+import type { StreamMetrics } from "../metrics/registry.js";
+import type { StreamPolicy } from "../stage-options.js";
+import type { Task } from "../scheduling/task.js";
+
+/** How a stream's chunks are framed for its client. */
+export type Transport = "sse" | "ndjson";
+
+/** The content-type of each transport. */
+export const TRANSPORT_TYPES: Record<Transport, string> = { sse: "text/event-stream", ndjson: "application/x-ndjson" };
+
+/**
+ * The transport a client asks for in its `Accept` header: Server-Sent Events or NDJSON when it
+ * names one, none (the chunks gathered into one answer) when it names other types only, and the
+ * route's own when it names none or accepts anything.
+ */
+export function negotiate(accept: string | undefined, route: Transport): Transport | undefined {
+  if (accept === undefined || accept === "") return route;
+  if (accept.includes("text/event-stream")) return "sse";
+  if (accept.includes("application/x-ndjson") || accept.includes("application/jsonl")) return "ndjson";
+  return accept.includes("*/*") ? route : undefined;
+}
+
+const NEWLINE = /\r\n|\r|\n/;
+
+/** One chunk as its transport frames it: an SSE `data:` event (a line per line of the chunk), or an NDJSON line. */
+export function frameChunk(transport: Transport, chunk: Uint8Array): Buffer {
+  const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  if (transport === "ndjson") return Buffer.concat([bytes, LF]);
+  const text = bytes.toString("utf8");
+  // A chunk without line breaks (any JSON.stringify output) is framed without splitting it.
+  if (!NEWLINE.test(text)) return Buffer.concat([DATA, bytes, END_EVENT]);
+  return Buffer.from(`${text.split(NEWLINE).map((line) => `data: ${line}`).join("\n")}\n\n`);
+}
+
+/** The last frame of a stream that failed after it started: an SSE `error` event, or an NDJSON line, with the error's JSON. */
+export function frameError(transport: Transport, error: ShoalError): string {
+  const json = JSON.stringify({ error: error.publicMessage });
+  return transport === "sse" ? `event: error\ndata: ${json}\n\n` : `${json}\n`;
+}
+
+const LF = Buffer.from("\n");
+const DATA = Buffer.from("data: ");
+const END_EVENT = Buffer.from("\n\n");
+const KEEP_ALIVE = ": keep-alive\n\n";
+
+/** What an answer that streams is told when its request is accepted. */
+export interface StreamOptions {
+  transport: Transport;
+  policy: StreamPolicy;
+  /** When the whole stream must have ended (performance.now() clock). */
+  deadline: number;
+  /** The whole stream's deadline from arrival, in ms, for its error message. */
+  timeoutMs: number;
+  /** An idle Server-Sent Events stream gets a comment this often, so proxies and clients keep it open. */
+  keepAliveMs: number;
+  metrics: StreamMetrics;
+}
+
+/**
+ * The streamed answer of one request, from its first chunk: writes the head, frames each chunk,
+ * keeps an idle SSE stream alive, holds the stream to its deadline, and deals with a client that
+ * reads slower than chunks come (the Worker's `whenFull`: pause its generator until the backlog
+ * is read, or fail the stream).
+ */
+export class StreamAnswer {
+  chunks = 0;
+  /** Bytes written, framing included. */
+  bytes = 0;
+  #paused = false;
+  #keepAlive: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly res: ServerResponse,
+    readonly task: Task,
+    readonly options: StreamOptions,
+    requestId: string,
+    arrival: number,
+  ) {
+    res.writeHead(200, { "content-type": TRANSPORT_TYPES[options.transport], "cache-control": "no-cache", "x-accel-buffering": "no", "x-request-id": requestId });
+    options.metrics.started(performance.now() - arrival);
+    this.#idle();
+  }
+
+  /** Sends one chunk. */
+  write(chunk: Uint8Array): void {
+    const { res, options } = this;
+    if (res.destroyed) return;
+    this.chunks++;
+    const frame = frameChunk(options.transport, chunk);
+    this.bytes += frame.byteLength;
+    res.write(frame);
+    this.#idle();
+    if (res.writableLength <= options.policy.bufferBytes) return;
+    if (options.policy.whenFull === "fail") {
+      this.task.fail(new ShoalError("SLOW_CLIENT", `the client read too slowly: ${res.writableLength} bytes waited`));
+      return;
+    }
+    if (this.#paused) return;
+    this.#paused = true;
+    this.task.control?.("pause");
+    res.once("drain", () => {
+      this.#paused = false;
+      this.task.control?.("resume");
+    });
+  }
+
+  /** Ends the stream: normally, or with an error event when `error` is given. */
+  end(error?: ShoalError): void {
+    clearTimeout(this.#keepAlive);
+    const { res, options } = this;
+    if (error !== undefined) options.metrics.cancelled(error.code === "TIMEOUT" ? "deadline" : error.code === "SLOW_CLIENT" ? "slow_client" : "error");
+    options.metrics.ended(this.chunks);
+    if (res.destroyed) return;
+    if (error === undefined) {
+      res.end();
+      return;
+    }
+    const frame = frameError(options.transport, error);
+    this.bytes += Buffer.byteLength(frame);
+    res.end(frame);
+  }
+
+  /** The client left before the stream ended. */
+  abandoned(): void {
+    clearTimeout(this.#keepAlive);
+    this.options.metrics.cancelled("client");
+    this.options.metrics.ended(this.chunks);
+  }
+
+  // An SSE stream idle for a while gets a comment line.
+  #idle(): void {
+    if (this.options.transport !== "sse") return;
+    clearTimeout(this.#keepAlive);
+    this.#keepAlive = setTimeout(() => {
+      if (!this.res.destroyed) this.res.write(KEEP_ALIVE);
+      this.#idle();
+    }, this.options.keepAliveMs);
+  }
+}

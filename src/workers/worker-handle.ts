@@ -1,0 +1,67 @@
+import type { WireError } from "../errors.js";
+import type { Channel } from "./channel.js";
+import { SlotBackoff } from "./restart-policy.js";
+
+/** A batch the worker holds: its owner's handle, when it was sent, and its timeout. */
+export interface InFlight<H> {
+  readonly handle: H;
+  /** When it was sent (performance.now() clock). */
+  readonly sentAt: number;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/** One worker as the coordinator sees it. */
+export class WorkerHandle<H> {
+  state: "starting" | "ready" | "gone" = "starting";
+  contentType = "application/json";
+  /** The batches the worker holds, by sequence number: at most the pool's `concurrency`. */
+  readonly flights = new Map<number, InFlight<H>>();
+  seq = 0;
+  /** Set when the worker failed to start, with the reason. */
+  fatal: WireError | undefined;
+  channel!: Channel;
+  /** Set once the worker was asked to stop: resolves when it has exited. */
+  exited: Promise<void> | undefined;
+  onExit: (() => void) | undefined;
+  stopTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly workerId: number,
+    /** How many batches it may hold at once. */
+    readonly concurrency: number,
+  ) {}
+
+  get live(): boolean {
+    return this.state === "ready";
+  }
+
+  /** Ready, and holding fewer batches than it may. */
+  get free(): boolean {
+    return this.state === "ready" && this.flights.size < this.concurrency;
+  }
+
+  /** Forgets every batch it holds and returns their handles. */
+  takeFlights(): H[] {
+    const handles: H[] = [];
+    for (const flight of this.flights.values()) {
+      clearTimeout(flight.timer);
+      handles.push(flight.handle);
+    }
+    this.flights.clear();
+    return handles;
+  }
+}
+
+/** What the pool remembers of one worker id across the workers that hold it in turn. */
+export class Slot {
+  /** Attempts in a row that died before they were ready, whatever ended them. */
+  attempts = 0;
+  /** The fatal error the last of them reported, if it did. */
+  fatal: string | undefined;
+  /** A worker of this id has been ready: its start-up is over, and a death is a crash to recover from. */
+  wasReady = false;
+  readonly backoff = new SlotBackoff();
+  /** The next attempt, waiting out its back-off, and when it starts (performance.now() clock). */
+  restart: NodeJS.Timeout | undefined;
+  restartAt = 0;
+}
