@@ -3,6 +3,7 @@ import { ShoalError } from "../errors.js";
 import type { Reply, Task } from "../scheduling/task.js";
 import type { AccessLog } from "./access-log.js";
 import type { Hold } from "./budget.js";
+import type { Dialect } from "./dialect.js";
 import type { Page } from "./docs.js";
 import { serverTiming } from "./server-timing.js";
 import { StreamAnswer, type StreamOptions } from "./stream-answer.js";
@@ -29,6 +30,11 @@ export function sendPage(res: ServerResponse, requestId: string, page: Page): vo
 /** Every error answer: the table's status and `{"error": "<prefix>: <detail>"}`; returns the body's bytes. */
 export function sendError(res: ServerResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders): number {
   return sendJson(res, requestId, error.status, { error: error.publicMessage }, headers);
+}
+
+/** An error's answer: in the dialect's shape when the request has one, else Shoal's; returns the body's bytes. */
+export function sendFailure(res: ServerResponse, requestId: string, error: ShoalError, dialect: Dialect | undefined, headers?: OutgoingHttpHeaders): number {
+  return dialect?.error === undefined ? sendError(res, requestId, error, headers) : sendJson(res, requestId, error.status, dialect.error(error), headers);
 }
 
 /** What an accepted request's answer tells the front. */
@@ -62,10 +68,19 @@ export class Exchange implements Reply {
     readonly hold: Hold,
     /** The request body's size. */
     readonly bytesIn: number,
+    /** The API its answers are shaped for, when not Shoal's own. */
+    readonly dialect: Dialect | undefined,
   ) {}
 
   send(body: Uint8Array, contentType: string, headers?: Record<string, string>): void {
+    // A client that takes a stream from a Worker that answered once gets that answer as one chunk.
+    if (this.stream !== undefined) {
+      this.chunk(body);
+      this.end();
+      return;
+    }
     if (this.res.destroyed) return;
+    if (this.dialect?.answer !== undefined) body = this.dialect.answer(body);
     const ms = performance.now() - this.arrival;
     this.res.writeHead(200, { ...headers, "content-type": contentType, "content-length": body.byteLength, "x-request-id": this.requestId, "server-timing": serverTiming(this.task, ms) });
     this.res.end(body);
@@ -78,11 +93,11 @@ export class Exchange implements Reply {
       this.#endStream(error);
       return;
     }
-    this.#answered(error.status, sendError(this.res, this.requestId, error, { "server-timing": serverTiming(this.task, ms) }), ms);
+    this.#answered(error.status, sendFailure(this.res, this.requestId, error, this.dialect, { "server-timing": serverTiming(this.task, ms) }), ms);
   }
 
   chunk(body: Uint8Array): void {
-    this.#open().write(body);
+    this.#open().write(this.dialect?.chunk === undefined ? body : this.dialect.chunk(body));
   }
 
   end(): void {
@@ -97,7 +112,7 @@ export class Exchange implements Reply {
     const { task } = this;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `the stream did not end within ${options.timeoutMs} ms`)), Math.max(0, options.deadline - performance.now()));
-    this.#streaming = new StreamAnswer(this.res, task, options, this.requestId, this.arrival);
+    this.#streaming = new StreamAnswer(this.res, task, options, this.requestId, this.arrival, this.dialect);
     return this.#streaming;
   }
 

@@ -8,7 +8,10 @@ import type { Metrics } from "../metrics/registry.js";
 import { Task, type Step } from "../scheduling/task.js";
 import { AccessPolicy, corsScope, isPreflight, type CorsScope } from "./access.js";
 import { AccessLog } from "./access-log.js";
-import { Exchange, sendError, type Answered } from "./answers.js";
+import { streamPolicy } from "../stage-options.js";
+import { Exchange, sendError, sendFailure, type Answered } from "./answers.js";
+import type { Dialect, DialectRequest } from "./dialect.js";
+import type { Delegate, Intake } from "./intake.js";
 import { negotiate } from "./stream-answer.js";
 import { discardBounds, receiveBody, type Body } from "./body.js";
 import { ByteBudget, type Hold } from "./budget.js";
@@ -18,29 +21,19 @@ import { Connection, type Linger } from "./connection.js";
 import type { ApiDocs } from "./docs.js";
 import type { Route } from "./route.js";
 
-/** A handler the front gives every request under its prefix (the V2 protocol under `/v2`). */
-export interface Delegate {
-  /** Paths equal to it or under it (`/v2`, `/v2/...`) are its own. */
-  readonly prefix: string;
-  /** `arrival`: the request's first byte, on the performance.now() clock. */
-  handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string, arrival: number): void;
+/** One request being taken, as `accept` passes it on. */
+interface Incoming {
+  path: string;
+  steps: readonly Step[];
+  req: IncomingMessage;
+  res: ServerResponse;
+  requestId: string;
+  arrival: number;
+  dialect: Dialect | undefined;
 }
 
-/** What the front lends a delegate when it is made: the one way a request is accepted, and the guards around handlers. */
-export interface Intake {
-  /** Who may load and unload models, and which origins get CORS headers. */
-  readonly access: AccessPolicy;
-  readonly draining: boolean;
-  /**
-   * Takes a POST whose task goes through `steps`, answered and counted under `path`: the same
-   * body limits, deadline and answers as a route's.
-   */
-  accept(path: string, steps: readonly Step[], req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number): void;
-  /** Answers 500 for an exception that escaped a handler, and logs it. */
-  unexpected(err: unknown, res: ServerResponse, requestId: string): void;
-  /** Runs a callback of a request's under {@link Intake.unexpected}. */
-  guard(res: ServerResponse, requestId: string, fn: () => void): void;
-}
+// A stream asked for by a dialect from a step whose Worker does not stream: its one answer is its one chunk.
+const DEFAULT_STREAM = streamPolicy("", true)!;
 
 // A client's request id is echoed only when it is short and printable; otherwise we make one.
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
@@ -59,7 +52,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   readonly #server: NodeServer;
   readonly #routes: Map<string, Route>;
   readonly #config: ServerConfig;
-  readonly #delegate: Delegate | undefined;
+  readonly #delegates: Delegate[];
   readonly #log: Logger;
   readonly #budget: ByteBudget;
   // When each request being handled arrived: its first byte (performance.now()).
@@ -71,8 +64,8 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   #abandoned: ShoalError | undefined;
   #drained: (() => void) | undefined;
 
-  /** `delegate` makes the handler of a path prefix, with what the front lends it. */
-  constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics, docs: ApiDocs, logger: Logger, delegate?: (intake: Intake) => Delegate) {
+  /** `delegates` make the handlers of path prefixes, with what the front lends them. */
+  constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics, docs: ApiDocs, logger: Logger, delegates: ((intake: Intake) => Delegate)[] = []) {
     this.#routes = routes;
     this.access = new AccessPolicy(config);
     this.#log = logger;
@@ -80,7 +73,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     this.health = health;
     this.metrics = metrics;
     this.docs = docs;
-    this.#delegate = delegate?.(this);
+    this.#delegates = delegates.map((make) => make(this));
     this.#budget = new ByteBudget(config.maxInflightBytes);
     this.accessLog = config.accessLog && config.accessLogSample > 0 ? new AccessLog(logger, config.accessLogSample) : undefined;
     // node:http's own answer to a request without Host is a bare 400: the front gives its own.
@@ -226,8 +219,8 @@ export class HttpFront implements Intake, Answered, BuiltinState {
       if (cors !== undefined) for (const name in cors) res.setHeader(name, cors[name]!);
     }
     if (route === undefined) {
-      const prefix = this.#delegate?.prefix;
-      if (prefix !== undefined && (path === prefix || path.startsWith(`${prefix}/`))) this.#delegate!.handle(req, res, path, requestId, arrival);
+      const delegate = this.#delegates.find(({ prefix }) => path === prefix || path.startsWith(`${prefix}/`));
+      if (delegate !== undefined) delegate.handle(req, res, path, requestId, arrival);
       else serveBuiltin(path, req, res, requestId, this);
       return;
     }
@@ -249,15 +242,16 @@ export class HttpFront implements Intake, Answered, BuiltinState {
    * Takes a POST for `path`: refuses it while draining or when its body is empty or too large,
    * and otherwise makes its task, with its deadline, and queues it at its first step.
    */
-  accept(path: string, steps: readonly Step[], req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number): void {
+  accept(path: string, steps: readonly Step[], req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, dialect?: Dialect): void {
+    const incoming: Incoming = { path, steps, req, res, requestId, arrival, dialect };
     if (req.method !== "POST") {
       // The path as the client wrote it: a V2 request's own path is its model's canonical one.
       const written = (req.url ?? path).split("?", 1)[0];
-      this.#refuse(path, steps, arrival, res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${written}; use POST`), { allow: "POST" });
+      this.#refuse(incoming, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${written}; use POST`), { allow: "POST" });
       return;
     }
     if (this.#draining) {
-      this.#refuse(path, steps, arrival, res, requestId, new ShoalError("SHUTTING_DOWN", "the server is shutting down"), { connection: "close" });
+      this.#refuse(incoming, new ShoalError("SHUTTING_DOWN", "the server is shutting down"), { connection: "close" });
       return;
     }
     const hold = this.#budget.hold();
@@ -266,18 +260,18 @@ export class HttpFront implements Intake, Answered, BuiltinState {
       hold,
       done: (body) =>
         this.guard(res, requestId, () => {
-          if (body.bytes.byteLength === 0) this.#refuse(path, steps, arrival, res, requestId, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
-          else this.#accept(path, steps, req, res, requestId, arrival, body, hold);
+          if (body.bytes.byteLength === 0) this.#refuse(incoming, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
+          else this.#accept(incoming, body, hold);
         }),
-      refused: (error, close) => this.guard(res, requestId, () => this.#refuse(path, steps, arrival, res, requestId, error, close ? { connection: "close" } : undefined, hold)),
+      refused: (error, close) => this.guard(res, requestId, () => this.#refuse(incoming, error, close ? { connection: "close" } : undefined, hold)),
     });
   }
 
   // Answers a route request that was not accepted, counts it, and returns its body's bytes.
-  #refuse(path: string, steps: readonly Step[], arrival: number, res: ServerResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders, hold?: Hold): void {
+  #refuse({ path, steps, arrival, res, requestId, dialect }: Incoming, error: ShoalError, headers?: OutgoingHttpHeaders, hold?: Hold): void {
     const bytesIn = hold?.bytes ?? 0;
     hold?.release();
-    const bytesOut = sendError(res, requestId, error, headers);
+    const bytesOut = sendFailure(res, requestId, error, dialect, headers);
     this.answered(path, error.status, arrival);
     if (this.accessLog?.sampled()) this.accessLog.write(res.req, { requestId, status: error.status, durationMs: performance.now() - arrival, bytesIn, bytesOut, route: path, steps });
   }
@@ -287,26 +281,37 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     this.metrics.answered(path, status, performance.now() - arrival);
   }
 
-  #accept(path: string, steps: readonly Step[], req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, body: Body, hold: Hold): void {
+  #accept(incoming: Incoming, body: Body, hold: Hold): void {
+    const { path, req, res, requestId, arrival, dialect } = incoming;
+    let request: DialectRequest | undefined;
+    try {
+      if (dialect?.read !== undefined) request = dialect.read(body.bytes, req);
+    } catch (err) {
+      if (!(err instanceof ShoalError)) throw err;
+      this.#refuse(incoming, err, undefined, hold);
+      return;
+    }
+    const steps = request?.steps ?? incoming.steps;
     const config = this.#config;
     // A request for a stream has its first chunk by --timeout; gathered or not, the whole
     // stream ends by --stream-timeout.
     const policy = steps[steps.length - 1]!.stream;
-    const transport = policy === undefined ? undefined : negotiate(req.headers.accept, policy.transport);
+    const stream = request?.stream;
+    const transport = stream === true ? "sse" : stream === false || policy === undefined ? undefined : negotiate(req.headers.accept, policy.transport);
     const timeoutMs = policy !== undefined && transport === undefined ? config.streamTimeoutMs : config.timeoutMs;
     // A request that took its whole deadline to arrive is not queued at all.
     if (performance.now() - arrival >= timeoutMs) {
-      this.#refuse(path, steps, arrival, res, requestId, new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`), undefined, hold);
+      this.#refuse(incoming, new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`), undefined, hold);
       return;
     }
     const meta = { requestId, headers: req.headers, deadline: Date.now() - (performance.now() - arrival) + timeoutMs, route: path };
-    const exchange = new Exchange(this, path, arrival, res, requestId, hold, body.bytes.byteLength);
-    const task = new Task(steps, meta, arrival + timeoutMs, body.bytes, body.transfer, exchange);
+    const exchange = new Exchange(this, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
+    const task = new Task(steps, meta, arrival + timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, exchange);
     exchange.task = task;
     if (transport !== undefined) {
       task.streamed = true;
       const streamMs = config.streamTimeoutMs;
-      exchange.stream = { transport, policy: policy!, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
+      exchange.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
     }
     this.#accepted.add(task);
     this.#inFlight++;

@@ -22,7 +22,9 @@ import { threadChannel } from "../workers/thread-channel.js";
 import { ApiDocs } from "./docs.js";
 import { dryRun } from "./dry-run.js";
 import { ServerHealth } from "./health.js";
-import { HttpFront, type Intake } from "./http.js";
+import { HttpFront } from "./http.js";
+import type { Delegate, Intake } from "./intake.js";
+import { OpenAIHandler } from "./openai.js";
 import { V2Handler } from "./v2-http.js";
 import { appInfo, openApiDocument } from "./openapi.js";
 
@@ -60,6 +62,7 @@ export class Server {
   readonly #defaults: ServerOptions;
   readonly #specs: StageSpec[] = [];
   readonly #models: ModelSources = { repositories: [], models: [] };
+  readonly #openAI = new Map<string, string>();
 
   constructor(defaults: ServerOptions = {}) {
     this.#defaults = defaults;
@@ -112,6 +115,24 @@ export class Server {
    */
   addModelRepository(dir: string): this {
     if (workerContext() === undefined) this.#models.repositories.push(resolve(dir));
+    return this;
+  }
+
+  /**
+   * Serves the route `route` as the model `model` of an OpenAI-compatible API: `/v1/models`,
+   * `/v1/completions` and `/v1/chat/completions` (streaming with `stream: true`). The route's
+   * Worker takes a {@link TextRequest} and streams {@link TextChunk}s; see docs/streaming.md.
+   * Call it once per model.
+   *
+   * @example
+   * ```ts
+   * server.appendWorker(TinyGpt, { route: "/generate", maxActive: 16 });
+   * server.openAI({ model: "tiny-gpt", route: "/generate" });
+   * ```
+   */
+  openAI(options: { model: string; route: string }): this {
+    if (typeof options?.model !== "string" || options.model === "" || typeof options.route !== "string") throw new TypeError("openAI() takes { model, route }: a model name and the route that serves it");
+    this.#openAI.set(options.model, options.route);
     return this;
   }
 
@@ -176,13 +197,22 @@ export class Server {
     const { stages, routes } = this.#build(config, logger, metrics, restarts);
     const modelPool = models === undefined ? undefined : this.#modelPool(config, logger, metrics, restarts);
     const docs = new ApiDocs();
-    let v2: ((intake: Intake) => V2Handler) | undefined;
+    const delegates: ((intake: Intake) => Delegate)[] = [];
     if (modelPool !== undefined) {
       const catalog = new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
       catalog.register();
-      v2 = (intake) => new V2Handler(catalog, () => health.notReady(), intake);
+      delegates.push((intake) => new V2Handler(catalog, () => health.notReady(), intake));
     }
-    front = new HttpFront(routes, config, health, metrics, docs, logger, v2);
+    if (this.#openAI.size > 0) {
+      const served = new Map<string, readonly Stage[]>();
+      for (const [model, path] of this.#openAI) {
+        const route = routes.get(path);
+        if (route === undefined) throw new Error(`openAI(): model ${model} names the route ${path}, which no stage serves`);
+        served.set(model, route.stages);
+      }
+      delegates.push((intake) => new OpenAIHandler(served, intake));
+    }
+    front = new HttpFront(routes, config, health, metrics, docs, logger, delegates);
     const address = await front.listen();
     logger.info(
       {

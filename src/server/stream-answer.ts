@@ -3,6 +3,7 @@ import { ShoalError } from "../errors.js";
 import type { StreamMetrics } from "../metrics/registry.js";
 import type { StreamPolicy } from "../stage-options.js";
 import type { Task } from "../scheduling/task.js";
+import type { Dialect } from "./dialect.js";
 
 /** How a stream's chunks are framed for its client. */
 export type Transport = "sse" | "ndjson";
@@ -35,8 +36,8 @@ export function frameChunk(transport: Transport, chunk: Uint8Array): Buffer {
 }
 
 /** The last frame of a stream that failed after it started: an SSE `error` event, or an NDJSON line, with the error's JSON. */
-export function frameError(transport: Transport, error: ShoalError): string {
-  const json = JSON.stringify({ error: error.publicMessage });
+export function frameError(transport: Transport, error: ShoalError, dialect?: Dialect): string {
+  const json = JSON.stringify(dialect?.error === undefined ? { error: error.publicMessage } : dialect.error(error));
   return transport === "sse" ? `event: error\ndata: ${json}\n\n` : `${json}\n`;
 }
 
@@ -77,6 +78,7 @@ export class StreamAnswer {
     readonly options: StreamOptions,
     requestId: string,
     arrival: number,
+    readonly dialect: Dialect | undefined,
   ) {
     res.writeHead(200, { "content-type": TRANSPORT_TYPES[options.transport], "cache-control": "no-cache", "x-accel-buffering": "no", "x-request-id": requestId });
     options.metrics.started(performance.now() - arrival);
@@ -114,10 +116,12 @@ export class StreamAnswer {
     options.metrics.ended(this.chunks);
     if (res.destroyed) return;
     if (error === undefined) {
-      res.end();
+      const last = this.dialect?.finish?.().map((data) => `data: ${data}\n\n`).join("");
+      if (last !== undefined) this.bytes += Buffer.byteLength(last);
+      res.end(last);
       return;
     }
-    const frame = frameError(options.transport, error);
+    const frame = frameError(options.transport, error, this.dialect);
     this.bytes += Buffer.byteLength(frame);
     res.end(frame);
   }

@@ -6,7 +6,7 @@ import type { ModelVersion } from "../models/model-version.js";
 import { CONTROL_PATH } from "./access.js";
 import { sendError, sendJson } from "./answers.js";
 import { readBody } from "./body.js";
-import type { Delegate, Intake } from "./http.js";
+import type { Delegate, Intake } from "./intake.js";
 
 /** What `GET /v2` lists: the protocol extensions this server speaks. */
 export const EXTENSIONS = ["binary_tensor_data", "model_repository", "model_configuration", "statistics"] as const;

@@ -1,0 +1,31 @@
+import type { IncomingMessage } from "node:http";
+import type { ShoalError } from "../errors.js";
+import type { Step } from "../scheduling/task.js";
+
+/** What a dialect makes of a request body: the first step's input, and whether the client takes a stream. */
+export interface DialectRequest {
+  payload: Uint8Array;
+  /** True: a stream (Server-Sent Events); false: one answer; undefined: as the `Accept` header says. */
+  stream?: boolean;
+  /** The steps it goes through, when the body names them (an OpenAI request's `model`). */
+  steps?: readonly Step[];
+}
+
+/**
+ * The wire format of an API that Shoal speaks on top of its routes and models (the OpenAI API,
+ * the V2 generate extension): how its requests become a step's input and how chunks, answers
+ * and errors reach its clients. One is made per request, so it may carry the request's own
+ * ids. Every hook is optional: without it, bytes pass as they are and errors are Shoal's JSON.
+ */
+export interface Dialect {
+  /** Reads the request body. Throws a ShoalError for a request the API refuses. */
+  read?(body: Uint8Array, req: IncomingMessage): DialectRequest;
+  /** One chunk as the client gets it, from the chunk the Worker encoded. */
+  chunk?(chunk: Uint8Array): Uint8Array;
+  /** The one answer of a request that did not stream, from the body the Worker encoded. */
+  answer?(body: Uint8Array): Uint8Array;
+  /** An error's JSON body, before or after a stream started. */
+  error?(error: ShoalError): unknown;
+  /** The data of the Server-Sent Events after the last chunk (OpenAI's usage and `[DONE]`). */
+  finish?(): string[];
+}

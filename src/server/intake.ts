@@ -1,0 +1,29 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AccessPolicy } from "./access.js";
+import type { Step } from "../scheduling/task.js";
+import type { Dialect } from "./dialect.js";
+
+/** A handler the front gives every request under its prefix (the V2 protocol under `/v2`). */
+export interface Delegate {
+  /** Paths equal to it or under it (`/v2`, `/v2/...`) are its own. */
+  readonly prefix: string;
+  /** `arrival`: the request's first byte, on the performance.now() clock. */
+  handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string, arrival: number): void;
+}
+
+/** What the front lends a delegate when it is made: the one way a request is accepted, and the guards around handlers. */
+export interface Intake {
+  /** Who may load and unload models, and which origins get CORS headers. */
+  readonly access: AccessPolicy;
+  readonly draining: boolean;
+  /**
+   * Takes a POST whose task goes through `steps`, answered and counted under `path`: the same
+   * body limits, deadline and answers as a route's; `dialect` reads its body and shapes its
+   * answers for an API of its own.
+   */
+  accept(path: string, steps: readonly Step[], req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, dialect?: Dialect): void;
+  /** Answers 500 for an exception that escaped a handler, and logs it. */
+  unexpected(err: unknown, res: ServerResponse, requestId: string): void;
+  /** Runs a callback of a request's under {@link Intake.unexpected}. */
+  guard(res: ServerResponse, requestId: string, fn: () => void): void;
+}

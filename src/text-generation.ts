@@ -1,0 +1,40 @@
+/**
+ * The contract between Shoal's text-generation APIs (the OpenAI-compatible routes) and a Worker
+ * that generates text: what one request is, and what each chunk of its stream is. A Worker typed
+ * with these schemas (`typed(TextRequest, TextChunk)`, or a {@link StepWorker} reading the same
+ * shape) serves `/v1/completions` and `/v1/chat/completions` (see `Server.openAI()`).
+ */
+import { z } from "zod";
+
+/** One message of a chat. */
+export const ChatMessage = z.object({
+  role: z.enum(["system", "user", "assistant", "tool", "developer"]),
+  content: z.string(),
+});
+
+/** One text-generation request: a prompt, or the messages of a chat for the Worker's own chat template. */
+export const TextRequest = z
+  .object({
+    prompt: z.string().optional(),
+    messages: z.array(ChatMessage).min(1).optional(),
+    /** The most tokens to generate. */
+    max_tokens: z.number().int().min(1).optional(),
+    /** 0 for greedy decoding. */
+    temperature: z.number().min(0).max(2).optional(),
+    top_p: z.number().gt(0).max(1).optional(),
+    /** Strings that end the generation (not included in the text). */
+    stop: z.array(z.string()).max(4).optional(),
+    seed: z.number().int().optional(),
+  })
+  .refine((r) => (r.prompt === undefined) !== (r.messages === undefined), { message: "give either prompt or messages" });
+
+/** One chunk of a generation's stream: new text, and on the last chunk why it ended and the token counts. */
+export const TextChunk = z.object({
+  text: z.string(),
+  finish_reason: z.enum(["stop", "length"]).optional(),
+  usage: z.object({ prompt_tokens: z.number().int().min(0), completion_tokens: z.number().int().min(0) }).optional(),
+});
+
+export type ChatMessage = z.infer<typeof ChatMessage>;
+export type TextRequest = z.infer<typeof TextRequest>;
+export type TextChunk = z.infer<typeof TextChunk>;
