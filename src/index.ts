@@ -7,7 +7,7 @@ export { Server, type ServerOptions } from "./server/server.js";
 export { Worker, type WorkerClass, type RequestMeta, type StreamSettings } from "./worker.js";
 export { StepWorker, type StepResult } from "./step-worker.js";
 export { TextRequest, TextChunk, ChatMessage } from "./text-generation.js";
-export { ModelWorker, type ModelInput, type ModelOutput, type ModelTensor } from "./model-worker.js";
+export { ModelWorker, type ModelInput, type ModelOutput, type ModelResult, type ModelTensor } from "./model-worker.js";
 export { SettingsError, type ModelSettingsInput as ModelSettings } from "./models/settings.js";
 export { typed, typedBatch, type ItemWorker, type BatchWorker, type WorkerSchemas } from "./typed-worker.js";
 export type { Schema } from "./schema.js";

@@ -22,6 +22,13 @@ export interface ModelTensor {
 export type ModelOutput = Record<string, ModelTensor>;
 
 /**
+ * One request's result: its outputs, or, from a model whose class sets `static streaming`, an
+ * async iterable of them (each one V2 response of its stream, for `/infer_stream` and
+ * `/generate_stream`; joined along the first dimension for a client that takes one answer).
+ */
+export type ModelResult = ModelOutput | AsyncIterable<ModelOutput>;
+
+/**
  * The Worker of a model served with the V2 protocol from a model repository (a module named
  * by `runtime` in `model-settings.json`). Each worker of the shared pool that loads the model
  * builds one, sets the fields below, then runs `init()`.
@@ -58,5 +65,5 @@ export abstract class ModelWorker extends Worker {
   /** The `parameters` of the model's settings. */
   parameters: Record<string, unknown> = {};
 
-  abstract override forward(data: ModelInput | ModelInput[], meta: unknown): ModelOutput | ModelOutput[] | Promise<ModelOutput | ModelOutput[]>;
+  abstract override forward(data: ModelInput | ModelInput[], meta: unknown): ModelResult | ModelResult[] | Promise<ModelResult | ModelResult[]>;
 }

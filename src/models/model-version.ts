@@ -4,6 +4,7 @@ import { BatchQueue } from "../scheduling/batch-queue.js";
 import type { Delivery, Flight, ItemSuccess } from "../scheduling/dispatcher.js";
 import type { Step, Task } from "../scheduling/task.js";
 import type { ModelSpec } from "./repository.js";
+import type { StreamPolicy } from "../stage-options.js";
 import type { TensorMetadata } from "./settings.js";
 import { ModelStats } from "./stats.js";
 
@@ -18,6 +19,8 @@ export interface ModelMetadata {
   platform: string;
   inputs: TensorMetadata[];
   outputs: TensorMetadata[];
+  /** Set when its Worker streams. */
+  stream?: StreamPolicy;
 }
 
 /** What a model version needs of the pool that serves it. */
@@ -52,7 +55,6 @@ export class Instance implements Delivery {
   noRoom = false;
   metadata: ModelMetadata | undefined;
   readonly batches = true;
-  readonly stream = undefined;
   /**
    * Settles once its load is over: with undefined when it serves, or with why it does not (it
    * failed, or it was dropped before it loaded). Never rejects.
@@ -87,6 +89,10 @@ export class Instance implements Delivery {
 
   get logFields(): Readonly<Record<string, string>> {
     return this.model.logFields;
+  }
+
+  get stream(): StreamPolicy | undefined {
+    return this.metadata?.stream;
   }
 
   landed({ tasks }: Flight, elapsedMs: number | undefined): void {
@@ -147,6 +153,11 @@ export class ModelVersion implements Step {
       this.metrics.queueWait(ms);
       this.stats.queued(ms);
     });
+  }
+
+  /** Set when its Worker streams, as its workers reported when they last loaded it. */
+  get stream(): StreamPolicy | undefined {
+    return this.metadata?.stream;
   }
 
   /** `name` or `name/version`, for logs and messages. */

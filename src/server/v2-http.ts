@@ -6,13 +6,15 @@ import type { ModelVersion } from "../models/model-version.js";
 import { CONTROL_PATH } from "./access.js";
 import { sendError, sendJson } from "./answers.js";
 import { readBody } from "./body.js";
+import { GenerateExchange, INFER_STREAM } from "./v2-generate.js";
 import type { Delegate, Intake } from "./intake.js";
 
 /** What `GET /v2` lists: the protocol extensions this server speaks. */
 export const EXTENSIONS = ["binary_tensor_data", "model_repository", "model_configuration", "statistics"] as const;
 
-// /v2/models/{m}[/versions/{v}][/{action}]: action is "" (metadata), ready, infer, config or stats.
-const MODEL_PATH = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?(?:\/(ready|infer|config|stats))?$/;
+// /v2/models/{m}[/versions/{v}][/{action}]: action is "" (metadata), ready, config, stats, or an inference.
+const MODEL_PATH = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?(?:\/(ready|infer|infer_stream|generate|generate_stream|config|stats))?$/;
+const INFERENCES = new Set(["infer", "infer_stream", "generate", "generate_stream"]);
 // Control bodies (the index's `{"ready": true}`) are small; anything larger is refused.
 const CONTROL_BODY_BYTES = 64 * 1024;
 
@@ -31,7 +33,7 @@ const SERVER_METADATA = {
  */
 export class V2Handler implements Delegate {
   readonly prefix = "/v2";
-  /** Each model version's canonical inference path, by its label. */
+  /** Each model version's canonical path of each inference action, by its label and action. */
   readonly #paths = new Map<string, string>();
 
   constructor(
@@ -103,8 +105,8 @@ export class V2Handler implements Delegate {
     const [, rawName, rawVersion, action = ""] = match;
     const name = decodeSegment(rawName!);
     const version = rawVersion === undefined ? undefined : decodeSegment(rawVersion);
-    if (action === "infer") {
-      this.#infer(req, res, requestId, arrival, name, version);
+    if (INFERENCES.has(action)) {
+      this.#infer(req, res, requestId, arrival, name, version, action);
       return;
     }
     get(req, path);
@@ -129,13 +131,15 @@ export class V2Handler implements Delegate {
     return { name: model.spec.name, versions: versions.map((m) => m.spec.version), platform: metadata.platform, inputs: metadata.inputs, outputs: metadata.outputs };
   }
 
-  #infer(req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, name: string, version: string | undefined): void {
+  #infer(req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, name: string, version: string | undefined, action: string): void {
     // The model is looked up first, so that an unknown one is a 404 whatever the method.
     const model = this.catalog.find(name, version);
-    // One path (and one metric series) per model version, however its path was spelt.
-    let path = this.#paths.get(model.label);
-    if (path === undefined) this.#paths.set(model.label, (path = `/v2/models/${model.spec.name}${model.spec.version === "" ? "" : `/versions/${model.spec.version}`}/infer`));
-    this.front.accept(path, [model], req, res, requestId, arrival);
+    // One path (and one metric series) per model version and action, however its path was spelt.
+    const key = `${model.label} ${action}`;
+    let path = this.#paths.get(key);
+    if (path === undefined) this.#paths.set(key, (path = `/v2/models/${model.spec.name}${model.spec.version === "" ? "" : `/versions/${model.spec.version}`}/${action}`));
+    const dialect = action === "infer" ? undefined : action === "infer_stream" ? INFER_STREAM : new GenerateExchange(model.metadata?.inputs ?? [], action === "generate_stream");
+    this.front.accept(path, [model], req, res, requestId, arrival, dialect);
   }
 
   // Reads a small JSON control body (empty is `{}`) and hands it over.

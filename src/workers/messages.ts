@@ -7,6 +7,7 @@ import type { WireError } from "../errors.js";
 import type { RequestLimits } from "../limits.js";
 import type { WorkerMetricsReport } from "../metrics/registry.js";
 import type { JsonSchema } from "../schema.js";
+import type { StreamPolicy } from "../stage-options.js";
 import type { TensorMetadata } from "../v2/types.js";
 import type { RequestMeta } from "../worker.js";
 
@@ -136,6 +137,8 @@ export interface LoadedMessage {
   platform: string;
   inputs: TensorMetadata[];
   outputs: TensorMetadata[];
+  /** Set when its Worker streams: how its streams wait for a slow client. */
+  stream?: StreamPolicy;
 }
 
 /** Model host to coordinator: the instance could not load; only this model fails. */

@@ -1,4 +1,5 @@
 import { errorToWire } from "../errors.js";
+import { streamPolicy } from "../stage-options.js";
 import { BatchRunner, type RunnerIdentity, type Send } from "./batch-runner.js";
 import type { FromWorker, LoadMessage, RequestLimits, ToWorker } from "./messages.js";
 import { modelClass } from "./model-classes.js";
@@ -58,7 +59,8 @@ export class ModelHost {
       if (this.#cancelled.delete(message.model)) drop(runner);
       else this.#models.set(message.model, runner);
       const { platform, inputs, outputs } = runner.worker.adapter;
-      return { kind: "loaded", model: message.model, platform, inputs, outputs };
+      const stream = streamPolicy(label, (cls as { streaming?: unknown }).streaming);
+      return { kind: "loaded", model: message.model, platform, inputs, outputs, ...(stream === undefined ? {} : { stream }) };
     } catch (err) {
       this.#cancelled.delete(message.model);
       return { kind: "loadFailed", model: message.model, error: errorToWire(err, "SERVER") };

@@ -1,5 +1,6 @@
 import { ClientError, type WireError } from "../errors.js";
 import { decodeInferenceRequest, encodeInferenceResponse } from "../v2/index.js";
+import { joinResponses } from "../v2/join.js";
 import type { V2Body, V2InferenceRequest, V2Tensor } from "../v2/types.js";
 import type { RequestMeta, Worker } from "../worker.js";
 import type { Failures } from "./batch-runner.js";
@@ -31,6 +32,10 @@ interface Exchange {
   request: V2InferenceRequest;
   response?: V2Body;
 }
+
+// The outputs of a streamed request joined for a client that did not take the stream.
+const JOINED = Symbol("joined outputs");
+type Joined = { [JOINED]: V2Tensor[] };
 
 // A request's exchange rides on the meta object the runner hands to `decode` and `encode`, which
 // lives as long as its item: a WeakMap would do the same at a cost to every garbage collection.
@@ -81,10 +86,16 @@ export function speakingV2<W extends Worker>(
       return input;
     }
 
+    // A streaming model's responses, for a client that takes one answer: one response whose
+    // outputs are the chunks' outputs joined along their first dimension.
+    override gather(chunks: unknown[]): Joined {
+      return { [JOINED]: joinResponses(chunks.map((chunk) => this.adapter.toTensors(chunk))) };
+    }
+
     override encode(output: unknown, meta: RequestMeta): Uint8Array {
       const exchange = (meta as Carrier)[EXCHANGE]!;
       const { request } = exchange;
-      const outputs = this.adapter.toTensors(output);
+      const outputs = (output as Partial<Joined>)[JOINED] ?? this.adapter.toTensors(output);
       const response = { model_name: model.name, outputs, ...(model.version === "" ? {} : { model_version: model.version }), ...(request.id === undefined ? {} : { id: request.id }) };
       // The codec keeps the outputs the request names, in its order, and refuses unknown names.
       exchange.response = encodeInferenceResponse(response, request);
