@@ -74,4 +74,47 @@ describe("npm start: the Silero VAD server", () => {
     const after = await batchSizes(url, "VoiceActivity_1");
     assert.ok(after.batches - before.batches < 16, `16 requests took ${after.batches - before.batches} batches`);
   });
+
+  test("/vad/stream sends each speech segment as an event, the same segments as /vad", async () => {
+    const wav = readFileSync(join(ROOT, "examples", "hello.wav"));
+    const whole = (await send(`${url}/vad`, { method: "POST", body: wav, headers: { "content-type": "audio/wav" } })).json;
+    const streamed = await send(`${url}/vad/stream`, { method: "POST", body: wav, headers: { "content-type": "audio/wav" } });
+    assert.equal(streamed.status, 200);
+    assert.match(streamed.headers.get("content-type") ?? "", /^text\/event-stream/);
+    assert.deepEqual(sseData(streamed.text), whole.speech);
+  });
+
+  test("a long recording's segments come in order, while short recordings joining meanwhile finish on their own", async () => {
+    const hello = readFileSync(join(ROOT, "examples", "hello.wav"));
+    const long = repeatedWav(hello, 12);
+    const done: string[] = [];
+    const longOne = send(`${url}/vad/stream`, { method: "POST", body: long, headers: { "content-type": "audio/wav" } }).then((r) => (done.push("long"), r));
+    const shortOnes = Array.from({ length: 6 }, () => send(`${url}/vad/stream`, { method: "POST", body: hello, headers: { "content-type": "audio/wav" } }).then((r) => (done.push("short"), r)));
+    const [longReply, ...shortReplies] = await Promise.all([longOne, ...shortOnes]);
+    const segments = sseData(longReply!.text) as { start: number; end: number }[];
+    assert.equal(segments.length, 12, longReply!.text);
+    segments.forEach((s, i) => assert.ok(s.start >= 2.6 * i && s.end <= 2.8 * (i + 1) && s.start < s.end, `segment ${i}: ${JSON.stringify(s)}`));
+    for (const reply of shortReplies) assert.equal((sseData(reply.text) as unknown[]).length, 1);
+    // The short recordings joined the long one's steps instead of waiting for it to end.
+    assert.equal(done.at(-1), "long", done.join(", "));
+  });
 });
+
+// The data of each Server-Sent Event, parsed.
+function sseData(body: string): unknown[] {
+  return body
+    .split("\n\n")
+    .filter((event) => event.startsWith("data: "))
+    .map((event) => JSON.parse(event.slice("data: ".length)));
+}
+
+// A WAV file whose samples are those of `wav` `times` over (its data chunk repeated, its sizes fixed).
+function repeatedWav(wav: Buffer, times: number): Buffer {
+  const at = wav.indexOf("data");
+  const size = wav.readUInt32LE(at + 4);
+  const data = wav.subarray(at + 8, at + 8 + size);
+  const head = Buffer.from(wav.subarray(0, at + 8));
+  head.writeUInt32LE(size * times, at + 4);
+  head.writeUInt32LE(head.length - 8 + size * times, 4);
+  return Buffer.concat([head, ...Array.from({ length: times }, () => data)]);
+}

