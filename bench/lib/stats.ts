@@ -32,3 +32,10 @@ export function sum(values: readonly number[]): number {
   for (const v of values) s += v;
   return s;
 }
+
+/** The `p`th percentile (nearest rank) of the values; NaN for an empty list. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}

@@ -24,7 +24,7 @@ import { makeMlp } from "../../test/fixtures/make-mlp.js";
 import { fmtInt, markdownTable, writeResults } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer } from "../lib/server.js";
-import { median } from "../lib/stats.js";
+import { median, percentile } from "../lib/stats.js";
 import { lineChart } from "../lib/svg.js";
 
 export const defaults = { duration: 600, rounds: 1, warmup: 5 };
@@ -78,12 +78,6 @@ class Window {
     return taken;
   }
 }
-
-const percentile = (xs: number[], p: number) => {
-  if (xs.length === 0) return NaN;
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-};
 
 /**
  * Sends the mix over `connections` kept-alive connections until `stop()`: as fast as answers come
