@@ -130,14 +130,19 @@ export class HttpFront implements Intake, Answered, BuiltinState {
 
   /**
    * Stops taking requests and resolves when every accepted request is answered, or after
-   * `timeoutMs`. The port stays open meanwhile, so new requests and probes get a clear 503
-   * rather than a refused connection.
+   * `timeoutMs`, when those still open are answered 503. The port stays open meanwhile, so new
+   * requests and probes get a clear 503 rather than a refused connection.
    */
   drain(timeoutMs: number): Promise<void> {
     this.#draining = true;
     if (this.#inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
+      // What is still unanswered then (a long stream, say) gets a 503, or its stream an error event, rather than a cut connection.
+      const timer = setTimeout(() => {
+        this.#drained = undefined;
+        for (const task of this.#accepted) task.fail(new ShoalError("SHUTTING_DOWN", "the server stopped before this request was answered"));
+        resolve();
+      }, timeoutMs);
       this.#drained = () => {
         clearTimeout(timer);
         resolve();

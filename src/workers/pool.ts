@@ -137,13 +137,21 @@ export class Pool<H> {
    * `onBatchLost`, with `handle`.
    */
   dispatch(handle: H, message: Omit<BatchMessage, "seq">, transfer: ArrayBuffer[], workerId?: number): number {
-    const at = workerId === undefined ? this.#idle.length - 1 : this.#idle.findIndex((h) => h.workerId === workerId);
+    const at = workerId === undefined ? this.#leastBusy() : this.#idle.findIndex((h) => h.workerId === workerId);
     const worker = this.#idle[at]!;
     const seq = ++worker.seq;
     worker.flights.set(seq, { handle, sentAt: performance.now(), timer: setTimeout(() => this.#overrun(worker), this.#options.timeoutMs) });
     if (!worker.free) this.#idle.splice(at, 1);
     worker.channel.send({ ...message, seq }, transfer);
     return worker.workerId;
+  }
+
+  // The free worker to take a batch: the last to become free, or, where workers hold several
+  // batches, the one that holds the fewest, so that sequences spread over the workers.
+  #leastBusy(): number {
+    let at = this.#idle.length - 1;
+    for (let i = at - 1; i >= 0; i--) if (this.#idle[i]!.flights.size < this.#idle[at]!.flights.size) at = i;
+    return at;
   }
 
   /** Tells worker `workerId` what to do with the stream of item `index` of the batch `handle`, if it still holds it. */
