@@ -112,4 +112,11 @@ describe("the OpenAI API", () => {
     assert.equal(wrongMethod.status, 405);
     assert.equal(wrongMethod.headers.get("allow"), "GET, HEAD");
   });
+
+  test("/openapi.json shows the generating route's stream and its chunk schema", async () => {
+    const doc = (await (await fetch(`${url}/openapi.json`)).json()) as { paths: Record<string, { post: { responses: Record<string, { content: Record<string, { schema?: unknown }> }> } }> };
+    const content = doc.paths["/generate"]!.post.responses["200"]!.content;
+    assert.deepEqual(Object.keys(content), ["text/event-stream", "application/x-ndjson", "application/json"]);
+    assert.deepEqual(content["application/json"]!.schema, { $ref: "#/components/schemas/EchoLM_1.output" }, "each chunk has the output schema");
+  });
 });

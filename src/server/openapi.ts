@@ -64,7 +64,7 @@ export function openApiDocument(routes: readonly Route[], info: ApiInfo, metrics
         tags: ["routes"],
         requestBody: { required: true, content: { [requestType]: request } },
         responses: {
-          200: { description: "The result of the pipeline", content: { [last.pool.declared?.contentType ?? "application/json"]: response } },
+          200: last.stream === undefined ? { description: "The result of the pipeline", content: { [last.pool.declared?.contentType ?? "application/json"]: response } } : streamed(last.stream.transport, last.pool.declared?.contentType ?? "application/json", response),
           ...Object.fromEntries(ROUTE_ERRORS.map((status) => [status, errorRefs[status]])),
         },
       },
@@ -128,6 +128,18 @@ function errorResponse(status: number): unknown {
   return {
     description: `${STATUS_CODES[status]}: the message starts with ${prefixes.join(" or ")}`,
     content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+  };
+}
+
+// A streaming route's answer: its chunks as Server-Sent Events or NDJSON lines, each chunk of the
+// output schema, or gathered into one answer for a client that accepts neither.
+function streamed(transport: "sse" | "ndjson", contentType: string, chunk: Record<string, unknown>): unknown {
+  const each = { ...chunk, description: "one chunk; the Worker's gather() makes the one answer (by default the array of chunks)" };
+  const sse = { "text/event-stream": { schema: { type: "string", description: "one `data:` event per chunk; `event: error` if the stream fails after it started" } } };
+  const ndjson = { "application/x-ndjson": { schema: { type: "string", description: "one line per chunk; a last line {\"error\": ...} if the stream fails after it started" } } };
+  return {
+    description: `A stream of chunks, chosen by the Accept header (${transport === "sse" ? "Server-Sent Events" : "NDJSON"} when it names neither)`,
+    content: { ...(transport === "sse" ? { ...sse, ...ndjson } : { ...ndjson, ...sse }), [contentType]: each },
   };
 }
 
