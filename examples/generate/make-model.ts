@@ -1,0 +1,365 @@
+/**
+ * Writes a tiny GPT-2-style model folder, fully offline: `model.onnx` (a decoder-only transformer
+ * with a KV cache, random weights from a fixed seed), `tokenizer.json` and `tokenizer_config.json`
+ * (a byte-level BPE trained here on a short built-in text) and `config.json`. The layout and the
+ * model's input and output names are those of a Hugging Face Optimum export of a decoder-only
+ * model, so examples/generate/tiny-gpt.ts runs a real exported folder the same way.
+ *
+ * The model is a stand-in: its weights are random, so it writes gibberish. It exists to exercise
+ * tokenization, batched prefill, step-wise decoding with a KV cache and streaming, at a size
+ * (about 4 MB) where a batched step costs much less than one step per sequence.
+ *
+ * As a script: `node --import tsx examples/generate/make-model.ts [dir]` (default `models/tiny-gpt`).
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import onnxProto from "onnx-proto";
+import { normal } from "./random.js";
+
+const { onnx } = onnxProto;
+const { FLOAT, INT64 } = onnx.TensorProto.DataType;
+
+/** The sizes of the model; every field has a default. */
+export interface TinyGptOptions {
+  /** Width of the embeddings and of every layer (default 128). */
+  hidden?: number;
+  /** Attention heads; must divide `hidden` (default 4). */
+  heads?: number;
+  /**
+   * Heads of keys and values, shared by groups of query heads as in grouped-query attention;
+   * must divide `heads` (default 1: one for all, which makes the KV cache, the data a step reads
+   * and writes per token, `heads` times smaller).
+   */
+  kvHeads?: number;
+  /** Transformer blocks (default 4). */
+  layers?: number;
+  /** Tokens in the vocabulary, special token included: the BPE learns merges up to it (default 1024). */
+  vocabSize?: number;
+  /** Longest sequence, prompt and completion together (default 512). */
+  maxPositions?: number;
+  /**
+   * One matrix for the token embeddings and the output projection, as GPT-2 (default false: with
+   * random weights a tied head mostly repeats the last token).
+   */
+  tiedEmbeddings?: boolean;
+  /** Seeds the weights: the same options write the same files (default 1). */
+  seed?: number;
+}
+
+/** What was written. */
+export interface TinyGptInfo {
+  dir: string;
+  vocabSize: number;
+  eosTokenId: number;
+  /** Size of model.onnx in bytes. */
+  modelBytes: number;
+}
+
+/** The one special token: end of text, also used as the beginning of an empty prompt. */
+export const EOS = "<|endoftext|>";
+
+/** Writes the model folder `dir` (created if missing) and says what it holds. */
+export function makeTinyGpt(dir: string, options: TinyGptOptions = {}): TinyGptInfo {
+  const { hidden = 128, heads = 4, kvHeads = 1, layers = 4, vocabSize = 1024, maxPositions = 512, tiedEmbeddings = false, seed = 1 } = options;
+  if (hidden % heads !== 0) throw new RangeError(`hidden (${hidden}) must be a multiple of heads (${heads})`);
+  if (heads % kvHeads !== 0) throw new RangeError(`heads (${heads}) must be a multiple of kvHeads (${kvHeads})`);
+  if (vocabSize < 257) throw new RangeError(`vocabSize (${vocabSize}) must hold the 256 bytes and the end-of-text token`);
+  mkdirSync(dir, { recursive: true });
+  const { vocab, merges } = trainBpe(CORPUS, vocabSize - 1);
+  const eosTokenId = vocab.length;
+  const json = (file: string, value: unknown) => writeFileSync(join(dir, file), `${JSON.stringify(value, null, 2)}\n`);
+  json("tokenizer.json", tokenizerJson(vocab, merges));
+  json("tokenizer_config.json", {
+    tokenizer_class: "GPT2Tokenizer",
+    bos_token: EOS,
+    eos_token: EOS,
+    unk_token: EOS,
+    model_max_length: maxPositions,
+    add_prefix_space: false,
+    clean_up_tokenization_spaces: false,
+    chat_template:
+      "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}",
+  });
+  json("config.json", {
+    model_type: "gpt2",
+    architectures: ["GPT2LMHeadModel"],
+    vocab_size: eosTokenId + 1,
+    n_positions: maxPositions,
+    n_embd: hidden,
+    n_layer: layers,
+    n_head: heads,
+    num_key_value_heads: kvHeads,
+    n_inner: 4 * hidden,
+    activation_function: "gelu",
+    layer_norm_epsilon: 1e-5,
+    bos_token_id: eosTokenId,
+    eos_token_id: eosTokenId,
+    tie_word_embeddings: tiedEmbeddings,
+    use_cache: true,
+  });
+  const model = graph({ hidden, heads, kvHeads, layers, vocab: eosTokenId + 1, maxPositions, tiedEmbeddings, seed });
+  writeFileSync(join(dir, "model.onnx"), model);
+  return { dir, vocabSize: eosTokenId + 1, eosTokenId, modelBytes: model.byteLength };
+}
+
+// --- Tokenizer ---------------------------------------------------------------------------------
+
+// GPT-2's split of text into words before BPE: contractions, letters, digits, other symbols, spaces.
+const PRE_TOKENIZE = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
+
+// Byte-level BPE works on printable characters standing for bytes: printable Latin-1 bytes stand
+// for themselves, the others for the characters from U+0100 on, in order (GPT-2's table).
+function byteChars(): string[] {
+  const chars: string[] = [];
+  let next = 256;
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+    chars.push(String.fromCodePoint(printable ? b : next++));
+  }
+  return chars;
+}
+
+/**
+ * Learns byte-level BPE merges from `text` until the vocabulary holds `size` tokens (or no pair
+ * is left): the most frequent adjacent pair is merged first, ties broken by the pair's spelling,
+ * so the same text always gives the same tokenizer.
+ */
+function trainBpe(text: string, size: number): { vocab: string[]; merges: [string, string][] } {
+  const chars = byteChars();
+  const encoder = new TextEncoder();
+  const counts = new Map<string, number>();
+  for (const [word] of text.matchAll(PRE_TOKENIZE)) {
+    const key = Array.from(encoder.encode(word), (b) => chars[b]!).join("\u0000");
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  const words = [...counts].map(([key, count]) => ({ parts: key.split("\u0000"), count }));
+  const vocab = [...chars];
+  const merges: [string, string][] = [];
+  while (vocab.length < size) {
+    const pairs = new Map<string, number>();
+    for (const { parts, count } of words) {
+      for (let i = 0; i + 1 < parts.length; i++) {
+        const pair = `${parts[i]}\u0000${parts[i + 1]}`;
+        pairs.set(pair, (pairs.get(pair) ?? 0) + count);
+      }
+    }
+    let best: string | undefined;
+    let bestCount = 0;
+    for (const [pair, count] of pairs) {
+      if (count > bestCount || (count === bestCount && pair < best!)) [best, bestCount] = [pair, count];
+    }
+    if (best === undefined) break;
+    const [left, right] = best.split("\u0000") as [string, string];
+    merges.push([left, right]);
+    vocab.push(left + right);
+    for (const word of words) {
+      const parts: string[] = [];
+      for (let i = 0; i < word.parts.length; i++) {
+        if (word.parts[i] === left && word.parts[i + 1] === right) parts.push(left + right), i++;
+        else parts.push(word.parts[i]!);
+      }
+      word.parts = parts;
+    }
+  }
+  return { vocab, merges };
+}
+
+// The Hugging Face `tokenizers` format of a GPT-2-style byte-level BPE.
+function tokenizerJson(vocab: string[], merges: [string, string][]): unknown {
+  const byteLevel = { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true };
+  return {
+    version: "1.0",
+    truncation: null,
+    padding: null,
+    added_tokens: [{ id: vocab.length, content: EOS, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
+    normalizer: null,
+    pre_tokenizer: byteLevel,
+    post_processor: byteLevel,
+    decoder: byteLevel,
+    model: {
+      type: "BPE",
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: "",
+      end_of_word_suffix: "",
+      fuse_unk: false,
+      byte_fallback: false,
+      vocab: Object.fromEntries([...vocab, EOS].map((token, id) => [token, id])),
+      merges: merges.map(([a, b]) => `${a} ${b}`),
+    },
+  };
+}
+
+// --- Model -------------------------------------------------------------------------------------
+
+interface GraphShape {
+  hidden: number;
+  heads: number;
+  kvHeads: number;
+  layers: number;
+  vocab: number;
+  maxPositions: number;
+  tiedEmbeddings: boolean;
+  seed: number;
+}
+
+/**
+ * The ONNX graph (opset 17), GPT-2's architecture with pre-layer-norm blocks:
+ *
+ *   h = wte[input_ids] + wpe[position_ids]
+ *   per block: h += Wo·attention(LN(h), past) ; h += W2·gelu(W1·LN(h))
+ *   logits = LN(h)·wteᵀ
+ *
+ * Attention sees the past keys and values followed by the new ones (`present.{i}.*`); a query
+ * may look at key slot j when j is not after its own slot (causal, counted in slots of
+ * past + new) and `attention_mask[b, j]` is 1. Masked scores get -1e9 rather than -∞ so that a
+ * padding query, which may see nothing, still gives finite numbers.
+ */
+function graph({ hidden, heads, kvHeads, layers, vocab, maxPositions, tiedEmbeddings, seed }: GraphShape): Uint8Array {
+  const headDim = hidden / heads;
+  const gaussian = normal(seed);
+  const initializer: onnxProto.onnx.ITensorProto[] = [];
+  const node: onnxProto.onnx.INodeProto[] = [];
+  const floats = (name: string, dims: number[], fill: (i: number) => number) => {
+    const values = Float32Array.from({ length: dims.reduce((a, b) => a * b, 1) }, (_, i) => fill(i));
+    initializer.push(onnx.TensorProto.create({ name, dims, dataType: FLOAT, rawData: new Uint8Array(values.buffer) }));
+    return name;
+  };
+  const random = (name: string, dims: number[], std: number) => floats(name, dims, () => gaussian() * std);
+  const constant = (name: string, value: number) => floats(name, [], () => value);
+  const ints = (name: string, values: number[], dims = [values.length]) => {
+    initializer.push(onnx.TensorProto.create({ name, dims, dataType: INT64, rawData: new Uint8Array(BigInt64Array.from(values, BigInt).buffer) }));
+    return name;
+  };
+  const attr = (name: string, value: number | number[]) =>
+    Array.isArray(value) ? { name, type: onnx.AttributeProto.AttributeType.INTS, ints: value } : Number.isInteger(value) ? { name, type: onnx.AttributeProto.AttributeType.INT, i: value } : { name, type: onnx.AttributeProto.AttributeType.FLOAT, f: value };
+  const op = (opType: string, input: string[], output: string, attributes: Record<string, number | number[]> = {}) => {
+    node.push(onnx.NodeProto.create({ opType, input, output: [output], name: output, attribute: Object.entries(attributes).map(([k, v]) => attr(k, v)) }));
+    return output;
+  };
+  const io = (name: string, elemType: number, dims: (number | string)[]) =>
+    onnx.ValueInfoProto.create({ name, type: { tensorType: { elemType, shape: { dim: dims.map((d) => (typeof d === "string" ? { dimParam: d } : { dimValue: d })) } } } });
+  const layerNorm = (x: string, name: string) =>
+    op("LayerNormalization", [x, floats(`${name}.weight`, [hidden], () => 1), floats(`${name}.bias`, [hidden], () => 0)], name, { axis: -1, epsilon: 1e-5 });
+  // Random weights larger than GPT-2's initial ones (0.02), so that the blocks, not only the last
+  // token's embedding, decide what comes next; output projections scaled down by depth as GPT-2's.
+  const linear = (x: string, name: string, inputs: number, outputs: number, std = 0.1) =>
+    op("Add", [op("MatMul", [x, random(`${name}.weight`, [inputs, outputs], std)], `${name}.mm`), floats(`${name}.bias`, [outputs], () => 0)], name);
+
+  // Embeddings large enough that the logits spread, and sampling has something to choose from.
+  const wte = random("wte", [vocab, hidden], 0.5);
+  const wpe = random("wpe", [maxPositions, hidden], 0.02);
+  let h = op("Add", [op("Gather", [wte, "input_ids"], "tokens"), op("Gather", [wpe, "position_ids"], "positions")], "embedded");
+
+  // The additive mask [batch, 1, new, past + new], shared by every block.
+  const zero = ints("zero", [0], []);
+  const one = ints("one", [1], []);
+  const newLength = op("Gather", [op("Shape", ["input_ids"], "ids_shape"), one], "new_length");
+  const totalLength = op("Gather", [op("Shape", ["attention_mask"], "mask_shape"), one], "total_length");
+  const pastLength = op("Sub", [totalLength, newLength], "past_length");
+  const keySlots = op("Unsqueeze", [op("Range", [zero, totalLength, one], "key_slots"), ints("axis0", [0])], "key_row");
+  const axis1 = ints("axis1", [1]);
+  const querySlots = op("Unsqueeze", [op("Range", [pastLength, totalLength, one], "query_slots"), axis1], "query_column");
+  const causal = op("LessOrEqual", [keySlots, querySlots], "causal");
+  const padding = op("Cast", [op("Unsqueeze", ["attention_mask", ints("axes12", [1, 2])], "mask4d")], "mask_bool", { to: onnx.TensorProto.DataType.BOOL });
+  const allowed = op("And", [causal, padding], "allowed");
+  const bias = op("Where", [allowed, constant("no_bias", 0), constant("masked_bias", -1e9)], "attention_bias");
+
+  const group = heads / kvHeads;
+  const scale = constant("scale", 1 / Math.sqrt(headDim));
+  const queryHeads = ints("query_heads", [0, 0, heads, headDim]);
+  const kvHeadsShape = ints("kv_heads", [0, 0, kvHeads, headDim]);
+  // [batch, new, hidden] → [batch, heads, new, headDim]
+  const toHeads = (x: string, name: string, shape: string) => op("Transpose", [op("Reshape", [x, shape], `${name}.split`)], `${name}.heads`, { perm: [0, 2, 1, 3] });
+  // Attention in groups: queries [batch, kvHeads, group, new, headDim] against keys and values
+  // [batch, kvHeads, 1, total, headDim], broadcast over the group.
+  const groupQueries = ints("group_queries", [0, kvHeads, group, -1, headDim]);
+  const ungroup = ints("ungroup", [0, heads, -1, headDim]);
+  const mergeHeads = ints("merge_heads", [0, 0, hidden]);
+  const axis2 = ints("axis2", [2]);
+  const groupBias = op("Unsqueeze", [bias, axis1], "attention_bias_grouped");
+  const sqrtHalf = constant("sqrt_half", Math.SQRT1_2);
+  const half = constant("half", 0.5);
+  const unit = constant("unit", 1);
+  for (let i = 0; i < layers; i++) {
+    const p = `h.${i}`;
+    const x = layerNorm(h, `${p}.ln_1`);
+    const q = op("Reshape", [toHeads(linear(x, `${p}.attn.q`, hidden, hidden), `${p}.q`, queryHeads), groupQueries], `${p}.q.grouped`);
+    const k = toHeads(linear(x, `${p}.attn.k`, hidden, kvHeads * headDim), `${p}.k`, kvHeadsShape);
+    const v = toHeads(linear(x, `${p}.attn.v`, hidden, kvHeads * headDim), `${p}.v`, kvHeadsShape);
+    const keys = op("Unsqueeze", [op("Concat", [`past_key_values.${i}.key`, k], `present.${i}.key`, { axis: 2 }), axis2], `${p}.keys`);
+    const values = op("Unsqueeze", [op("Concat", [`past_key_values.${i}.value`, v], `present.${i}.value`, { axis: 2 }), axis2], `${p}.values`);
+    const scores = op("Mul", [op("MatMul", [q, op("Transpose", [keys], `${p}.keys_t`, { perm: [0, 1, 2, 4, 3] })], `${p}.qk`), scale], `${p}.scores`);
+    const weights = op("Softmax", [op("Add", [scores, groupBias], `${p}.masked`)], `${p}.weights`, { axis: -1 });
+    const attended = op("Reshape", [op("MatMul", [weights, values], `${p}.attended`), ungroup], `${p}.ungrouped`);
+    const merged = op("Reshape", [op("Transpose", [attended], `${p}.attended_t`, { perm: [0, 2, 1, 3] }), mergeHeads], `${p}.merged`);
+    h = op("Add", [h, linear(merged, `${p}.attn.out`, hidden, hidden, 0.1 / Math.sqrt(2 * layers))], `${p}.after_attn`);
+    const y = linear(layerNorm(h, `${p}.ln_2`), `${p}.mlp.fc`, hidden, 4 * hidden);
+    // gelu(y) = y/2 · (1 + erf(y/√2)); Gelu itself is an operator only from opset 20.
+    const erf = op("Erf", [op("Mul", [y, sqrtHalf], `${p}.mlp.scaled`)], `${p}.mlp.erf`);
+    const gelu = op("Mul", [op("Mul", [y, half], `${p}.mlp.half`), op("Add", [erf, unit], `${p}.mlp.erf1`)], `${p}.mlp.gelu`);
+    h = op("Add", [h, linear(gelu, `${p}.mlp.proj`, 4 * hidden, hidden, 0.1 / Math.sqrt(2 * layers))], `${p}.out`);
+  }
+  const head = tiedEmbeddings ? op("Transpose", [wte], "lm_head", { perm: [1, 0] }) : random("lm_head", [hidden, vocab], 0.2);
+  op("MatMul", [layerNorm(h, "ln_f"), head], "logits");
+
+  const cache = (prefix: string, length: string) =>
+    Array.from({ length: layers }, (_, i) => ["key", "value"].map((kind) => io(`${prefix}.${i}.${kind}`, FLOAT, ["batch_size", kvHeads, length, headDim]))).flat();
+  const proto = onnx.ModelProto.create({
+    irVersion: 8,
+    producerName: "shoal-example",
+    opsetImport: [{ domain: "", version: 17 }],
+    graph: {
+      name: "tiny-gpt",
+      node,
+      initializer,
+      input: [
+        io("input_ids", INT64, ["batch_size", "sequence_length"]),
+        io("attention_mask", INT64, ["batch_size", "total_length"]),
+        io("position_ids", INT64, ["batch_size", "sequence_length"]),
+        ...cache("past_key_values", "past_length"),
+      ],
+      output: [io("logits", FLOAT, ["batch_size", "sequence_length", vocab]), ...cache("present", "total_length")],
+    },
+  });
+  return onnx.ModelProto.encode(proto).finish();
+}
+
+// The text the tokenizer learns its merges from: plain English about the project's subject, so
+// that common words become single tokens.
+const CORPUS = `
+A shoal is a group of fish that stay together. When the fish swim in the same direction, the group is a school.
+Fish in a shoal find food faster, and they are safer from the fish that hunt them. A shoal can hold a few fish or
+many thousands of them, and it moves as if it were one animal. Each fish keeps watch on the fish next to it and
+turns when its neighbours turn.
+
+Shoal is also the name of a model server written in TypeScript for Node.js. It takes requests from many clients,
+gathers them into batches, and runs each batch through a model at once, because a model that answers eight
+questions together takes little more time than a model that answers one. The server has stages, and each stage has
+workers. A worker may run in a thread or in a process of its own. Requests wait in a queue until a batch is full or
+until the oldest request has waited long enough. Then the batch goes to a free worker, and the answers go back to
+the clients that asked.
+
+A language model writes text one token at a time. It reads the prompt, then it predicts the next token, adds it to
+the text, and predicts again, until it writes the end of the text or reaches the longest answer it may give. Each
+step reuses the keys and the values it computed before, kept in a cache, so a step costs the same for the first
+token and the last. When many clients ask at once, the server runs one step for all of their sequences together:
+new sequences join between two steps and finished ones leave at once. This is continuous batching, and it keeps the
+model busy while short answers end and long ones go on.
+
+The quick brown fox jumps over the lazy dog. She sells sea shells by the sea shore. How much wood would a
+woodchuck chuck if a woodchuck could chuck wood? One, two, three, four, five, six, seven, eight, nine, ten.
+Monday, Tuesday, Wednesday, Thursday, Friday, Saturday, Sunday. January, February, March, April, May, June,
+July, August, September, October, November, December. 0 1 2 3 4 5 6 7 8 9 10 100 1000 2024 2025 2026.
+What is the weather like today? It is sunny and warm, with a light wind from the sea. Tomorrow it will rain.
+Hello, world! Hello from Shoal. Thank you. Please tell me a story about the sea, the fish and the boats.
+Once upon a time there was a small fish who wanted to see the whole ocean. She swam past the rocks, past the
+boats and past the light house, and every day she met new friends who showed her something she had never seen.
+`;
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const dir = resolve(process.argv[2] ?? "models/tiny-gpt");
+  const info = makeTinyGpt(dir);
+  process.stdout.write(`${info.dir}: model.onnx ${(info.modelBytes / 1e6).toFixed(1)} MB, vocabulary ${info.vocabSize}, end of text ${info.eosTokenId}\n`);
+}
