@@ -302,7 +302,10 @@ function graph({ hidden, heads, kvHeads, layers, vocab, maxPositions, tiedEmbedd
     h = op("Add", [h, linear(gelu, `${p}.mlp.proj`, 4 * hidden, hidden, 0.1 / Math.sqrt(2 * layers))], `${p}.out`);
   }
   const head = tiedEmbeddings ? op("Transpose", [wte], "lm_head", { perm: [1, 0] }) : random("lm_head", [hidden, vocab], 0.2);
-  op("MatMul", [layerNorm(h, "ln_f"), head], "logits");
+  // A bias against the tokens of single bytes that are not printable ASCII (token b is byte b),
+  // so that the gibberish is made of words and letters rather than of bytes that are no text.
+  const logitBias = floats("lm_head.bias", [vocab], (id) => (id < 256 && !(id >= 32 && id <= 126) && id !== 10 ? -5 : 0));
+  op("Add", [op("MatMul", [layerNorm(h, "ln_f"), head], "lm_head.mm"), logitBias], "logits");
 
   const cache = (prefix: string, length: string) =>
     Array.from({ length: layers }, (_, i) => ["key", "value"].map((kind) => io(`${prefix}.${i}.${kind}`, FLOAT, ["batch_size", kvHeads, length, headDim]))).flat();

@@ -423,6 +423,7 @@ class Generator implements TextGenerator {
   // Takes a sampled token into the sequence: its text, with stop strings and the ends applied.
   #accept(s: State, token: number, contextFull: boolean): StepResult {
     s.tokens.push(token);
+    s.next = token;
     const eos = this.#eos.has(token);
     const ending: FinishReason | undefined = eos ? "stop" : s.tokens.length >= s.maxTokens || contextFull ? "length" : undefined;
     let pending = s.held + (eos ? "" : s.detokenizer.push(token));
