@@ -58,7 +58,7 @@ describe("the tiny GPT example model", () => {
     const vocab = JSON.parse(readFileSync(join(modelDir, "tokenizer.json"), "utf8")).model.vocab;
     assert.equal(config.vocab_size, Object.keys(vocab).length);
     assert.equal(config.eos_token_id, again.eosTokenId);
-    assert.deepEqual(model.info, { layers: config.n_layer, kvHeads: config.num_key_value_heads, headDim: config.n_embd / config.n_head, maxPositions: config.n_positions, eosTokenIds: [config.eos_token_id] });
+    assert.deepEqual(model.info, { layers: config.n_layer, kvHeads: config.num_key_value_heads, headDim: config.n_embd / config.n_head, maxPositions: config.n_positions, eosTokenIds: [config.eos_token_id], vocabSize: config.vocab_size });
     assert.notDeepEqual(makeTinyGpt(join(dir, "other"), { seed: 2 }).modelBytes, 0);
     assert.notDeepEqual(readFileSync(join(dir, "other", "model.onnx")), readFileSync(join(modelDir, "model.onnx")));
   });
@@ -129,6 +129,19 @@ describe("the tiny GPT example model", () => {
         expected[i],
       );
     });
+    // Prompts read in several runs, two at most, when their logits would be too many for one.
+    const longest = Math.max(...prompts.map((p) => p.length - 1));
+    const split = await load(modelDir, { maxPrefillLogits: 2 * longest * model.info.vocabSize });
+    try {
+      const again = await split.begin(prompts, options);
+      await run(split, again);
+      assert.deepEqual(
+        again.map((s) => s.tokens),
+        expected,
+      );
+    } finally {
+      await split.close();
+    }
   });
 
   test("a sequence joining a running batch, and sequences stepped in any subset and order, get their tokens alone", async () => {

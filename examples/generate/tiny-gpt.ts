@@ -88,11 +88,18 @@ export interface ModelInfo {
   maxPositions: number;
   /** Tokens that end a sequence. */
   eosTokenIds: number[];
+  /** Tokens of the tokenizer, special ones included. */
+  vocabSize: number;
 }
 
 export interface LoadOptions {
   /** Threads of ONNX Runtime's operators (default 1: run more workers rather than more threads). */
   threads?: number;
+  /**
+   * Most logits one run reading prompts may make, batch × longest prompt × vocabulary (default
+   * 64 Mi floats, 256 MB): `begin()` reads bigger batches of prompts in several runs.
+   */
+  maxPrefillLogits?: number;
 }
 
 /** A loaded model. Calls that share a sequence must not overlap. */
@@ -124,7 +131,7 @@ export async function load(dir: string, options: LoadOptions = {}): Promise<Text
   const session = await ort.InferenceSession.create(file, { intraOpNumThreads: options.threads ?? 1, interOpNumThreads: 1, graphOptimizationLevel: "all", logSeverityLevel: 3 });
   const tokenizer = await loadTokenizer(dir);
   const config = readJson(join(dir, "config.json")) as Record<string, unknown>;
-  return new Generator(ort, session, tokenizer, modelInfo(session, config, tokenizer, dir));
+  return new Generator(ort, session, tokenizer, modelInfo(session, config, tokenizer, dir), options.maxPrefillLogits ?? 64 * 2 ** 20);
 }
 
 type Ort = typeof import("onnxruntime-node");
@@ -164,10 +171,10 @@ function modelInfo(session: InferenceSession, config: Record<string, unknown>, t
   addEos(config.eos_token_id);
   if (existsSync(join(dir, "generation_config.json"))) addEos((readJson(join(dir, "generation_config.json")) as Record<string, unknown>).eos_token_id);
   addEos(tokenizer.eos_token_id);
-  return { layers, kvHeads, headDim, maxPositions: number("n_positions", "max_position_embeddings") ?? Number.MAX_SAFE_INTEGER, eosTokenIds: [...eos] };
+  return { layers, kvHeads, headDim, maxPositions: number("n_positions", "max_position_embeddings") ?? Number.MAX_SAFE_INTEGER, eosTokenIds: [...eos], vocabSize: tokenizer.get_vocab().size };
 }
 
-/** Sequence's state, hidden behind the read-only interface. */
+/** A sequence's state, hidden behind the read-only interface. */
 class State implements Sequence {
   readonly tokens: number[] = [];
   text = "";
@@ -229,6 +236,7 @@ class Generator implements TextGenerator {
     readonly session: InferenceSession,
     readonly tokenizer: PreTrainedTokenizer,
     readonly info: ModelInfo,
+    readonly maxPrefillLogits: number,
   ) {
     this.#eos = new Set(info.eosTokenIds);
     this.#inputs = new Set(session.inputNames);
@@ -255,7 +263,7 @@ class Generator implements TextGenerator {
   async begin(prompts: readonly (readonly number[])[], options: GenerateOptions | readonly GenerateOptions[] = {}): Promise<Sequence[]> {
     if (Array.isArray(options) && options.length !== prompts.length) throw new ValidationError(`${prompts.length} prompts but ${options.length} options`);
     const start = this.tokenizer.bos_token_id ?? this.info.eosTokenIds[0];
-    const vocab = this.tokenizer.get_vocab().size;
+    const vocab = this.info.vocabSize;
     const full = prompts.map((prompt) => {
       const ids = prompt.length === 0 && start !== undefined ? [start] : [...prompt];
       if (ids.length === 0) throw new ValidationError("the prompt is empty and the model has no beginning-of-text token");
@@ -265,7 +273,17 @@ class Generator implements TextGenerator {
     });
     const states = full.map((ids, i) => new State(this, ids.length, ids.at(-1)!, this.detokenizer(), (Array.isArray(options) ? options[i] : options) as GenerateOptions));
     const reading = states.flatMap((state, i) => (full[i]!.length > 1 ? [{ state, ids: full[i]!.slice(0, -1) }] : []));
-    if (reading.length > 0) await this.#prefill(reading);
+    // The model makes logits for every position read, [batch, width, vocabulary]: prompts are
+    // read in groups small enough that these stay within `maxPrefillLogits`.
+    for (let from = 0; from < reading.length; ) {
+      let to = from + 1;
+      for (let width = reading[from]!.ids.length; to < reading.length; to++) {
+        width = Math.max(width, reading[to]!.ids.length);
+        if ((to + 1 - from) * width * vocab > this.maxPrefillLogits) break;
+      }
+      await this.#prefill(reading.slice(from, to));
+      from = to;
+    }
     return states;
   }
 
