@@ -211,7 +211,7 @@ class State implements Sequence {
     this.maxTokens = maxTokens;
     this.temperature = temperature;
     this.topP = topP;
-    this.stop = stop;
+    this.stop = [...stop];
     this.random = mulberry32(seed);
     this.next = last;
   }
@@ -247,8 +247,9 @@ class Generator implements TextGenerator {
   }
 
   detokenize(tokens: readonly number[]): string {
-    // The tokenizer refuses an empty list.
-    return tokens.length === 0 ? "" : this.tokenizer.decode([...tokens], { skip_special_tokens: true });
+    // The tokenizer refuses an empty list. No clean-up of spaces before punctuation: it would make
+    // a window of tokens decode differently from the whole text, and streamed pieces not add up.
+    return tokens.length === 0 ? "" : this.tokenizer.decode([...tokens], { skip_special_tokens: true, clean_up_tokenization_spaces: false });
   }
 
   detokenizer(): Detokenizer {
