@@ -21,6 +21,10 @@ import type { PreTrainedTokenizer } from "@huggingface/transformers";
 import type { InferenceSession, Tensor } from "onnxruntime-node";
 import { ValidationError } from "shoal";
 import { mulberry32 } from "./random.js";
+import { sample } from "./sampling.js";
+import { StopStrings, incremental, type Detokenizer } from "./text-stream.js";
+
+export type { Detokenizer } from "./text-stream.js";
 
 /** Why a sequence ended, as OpenAI reports it: `stop` (end of text or a stop string) or `length`. */
 export type FinishReason = "stop" | "length";
@@ -62,14 +66,6 @@ export interface Sequence {
   readonly text: string;
   readonly done: boolean;
   readonly finishReason: FinishReason | undefined;
-}
-
-/** Turns tokens into text one token at a time, holding back bytes of a character not yet complete. */
-export interface Detokenizer {
-  /** The text that `token` completes; "" while a character is still partial. */
-  push(token: number): string;
-  /** The text still held back, at the end of a sequence. */
-  flush(): string;
 }
 
 /** A chat message, as OpenAI's chat completions take them. */
@@ -187,13 +183,11 @@ class State implements Sequence {
   /** Per layer, keys then values, each [kvHeads, capacity, headDim]. */
   cache: Float32Array[] = [];
   capacity = 0;
-  /** Text decoded but held back because it may be the start of a stop string. */
-  held = "";
   busy = false;
   readonly maxTokens: number;
   readonly temperature: number;
   readonly topP: number;
-  readonly stop: string[];
+  readonly stops: StopStrings;
   readonly random: () => number;
 
   constructor(
@@ -211,7 +205,7 @@ class State implements Sequence {
     this.maxTokens = maxTokens;
     this.temperature = temperature;
     this.topP = topP;
-    this.stop = [...stop];
+    this.stops = new StopStrings([...stop]);
     this.random = mulberry32(seed);
     this.next = last;
   }
@@ -445,20 +439,10 @@ class Generator implements TextGenerator {
     s.next = token;
     const eos = this.#eos.has(token);
     const ending: FinishReason | undefined = eos ? "stop" : s.tokens.length >= s.maxTokens || contextFull ? "length" : undefined;
-    let pending = s.held + (eos ? "" : s.detokenizer.push(token));
-    if (ending !== undefined) pending += s.detokenizer.flush();
-    const hit = Math.min(...s.stop.map((stop) => pending.indexOf(stop)).filter((at) => at >= 0));
-    let text = pending;
-    let reason = ending;
-    if (Number.isFinite(hit)) {
-      text = pending.slice(0, hit);
-      reason = "stop";
-    } else if (ending === undefined) {
-      // Holds back the end of the text that may begin a stop string, until the next tokens tell.
-      const hold = Math.max(0, ...s.stop.map((stop) => overlap(pending, stop)));
-      text = pending.slice(0, pending.length - hold);
-      s.held = pending.slice(pending.length - hold);
-    }
+    let piece = eos ? "" : s.detokenizer.push(token);
+    if (ending !== undefined) piece += s.detokenizer.flush();
+    const { text, stopped } = s.stops.push(piece, ending !== undefined);
+    const reason = stopped ? "stop" : ending;
     s.text += text;
     if (reason === undefined) return { token, text, done: false };
     s.done = true;
@@ -483,61 +467,4 @@ function reserve(s: State, length: number, { layers, kvHeads, headDim }: ModelIn
     return grown;
   });
   s.capacity = capacity;
-}
-
-/**
- * Decodes a window of tokens: the text new since the last piece is the decoding of the window
- * minus the decoding of its start. Decoding a window rather than each token alone keeps what
- * tokenizers do across tokens (spaces, bytes of one character split over tokens); a piece that
- * ends in U+FFFD is a character still incomplete, and waits for the next token.
- */
-function incremental(decode: (tokens: number[]) => string): Detokenizer {
-  const tokens: number[] = [];
-  let prefix = 0;
-  let read = 0;
-  const take = (complete: boolean) => {
-    const before = decode(tokens.slice(prefix, read));
-    const after = decode(tokens.slice(prefix));
-    if (!complete && (after.length <= before.length || after.endsWith("\uFFFD"))) return "";
-    prefix = read;
-    read = tokens.length;
-    return after.slice(before.length);
-  };
-  return {
-    push(token) {
-      tokens.push(token);
-      return take(false);
-    },
-    flush: () => take(true),
-  };
-}
-
-/** The length of the longest end of `text` that is a beginning of `stop` (shorter than `stop`). */
-function overlap(text: string, stop: string): number {
-  for (let n = Math.min(text.length, stop.length - 1); n > 0; n--) if (text.endsWith(stop.slice(0, n))) return n;
-  return 0;
-}
-
-/** Greedy at temperature 0; otherwise a draw from softmax(logits / temperature), cut to `topP`. */
-function sample(logits: Float32Array, temperature: number, topP: number, random: () => number): number {
-  let best = 0;
-  for (let i = 1; i < logits.length; i++) if (logits[i]! > logits[best]!) best = i;
-  if (temperature === 0) return best;
-  const weights = Float64Array.from(logits, (l) => Math.exp((l - logits[best]!) / temperature));
-  let order = Array.from(weights.keys());
-  let sum = weights.reduce((a, b) => a + b, 0);
-  if (topP < 1) {
-    order.sort((a, b) => weights[b]! - weights[a]! || a - b);
-    let kept = 0;
-    let cumulative = 0;
-    while (kept < order.length && cumulative < topP * sum) cumulative += weights[order[kept++]!]!;
-    order = order.slice(0, kept);
-    sum = cumulative;
-  }
-  let r = random() * sum;
-  for (const i of order) {
-    r -= weights[i]!;
-    if (r < 0) return i;
-  }
-  return order.at(-1)!;
 }
