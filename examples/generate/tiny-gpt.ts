@@ -342,14 +342,15 @@ class Generator implements TextGenerator {
     // Each past, padded on the left to the longest: [batch, kvHeads, past, headDim]. What the
     // padding holds does not matter: its attention weights are exactly 0. When the same
     // sequences were stepped last, the last run's presents are this run's past, already there.
-    const fillPast = (c: number, data: Float32Array) =>
-      !this.#sameAsLast(states) &&
+    const fillPast = (c: number, data: Float32Array) => {
+      if (this.#sameAsLast(states)) return;
       states.forEach((s, b) => {
         for (let h = 0; h < kvHeads && s.length > 0; h++) {
           const from = h * s.capacity * headDim;
           data.set(s.cache[c]!.subarray(from, from + s.length * headDim), ((b * kvHeads + h) * past + past - s.length) * headDim);
         }
       });
+    };
     const tokens = await this.#run(batch, 1, ids, mask, positions, past, fillPast, (presents, logits) => {
       this.#last = states;
       const vocab = logits.length / batch;
