@@ -38,10 +38,10 @@ export abstract class StepWorker<In = any, State = any, Chunk = any> extends Wor
 
   /**
    * Starts a sequence for each input (tokenize, run the prompt through the model): returns one
-   * state per input, in order. Called between steps, for every request that arrived meanwhile.
-   * Throwing fails those requests only.
+   * state per input, in order, or an `Error` in place of one to fail that input alone. Called
+   * between steps, for every request that arrived meanwhile. Throwing fails those requests only.
    */
-  abstract join(inputs: In[], metas: RequestMeta[]): State[] | Promise<State[]>;
+  abstract join(inputs: In[], metas: RequestMeta[]): (State | Error)[] | Promise<(State | Error)[]>;
 
   /**
    * One step of every sequence in `active` (any subset of those joined and not yet finished):
@@ -54,6 +54,7 @@ export abstract class StepWorker<In = any, State = any, Chunk = any> extends Wor
 
   async *forward(input: In, meta: RequestMeta = OFFLINE): AsyncGenerator<Chunk> {
     const [state] = await this.join([input], [meta]);
+    if (state instanceof Error) throw state;
     try {
       for (;;) {
         const [result] = await this.step([state as State]);

@@ -25,6 +25,8 @@ export const TextRequest = z
     /** Strings that end the generation (not included in the text). */
     stop: z.array(z.string()).max(4).optional(),
     seed: z.number().int().optional(),
+    /** Generate past the end-of-text token until `max_tokens` (vLLM's extension): for benchmarks that need known lengths. */
+    ignore_eos: z.boolean().optional(),
   })
   .refine((r) => (r.prompt === undefined) !== (r.messages === undefined), { message: "give either prompt or messages" });
 

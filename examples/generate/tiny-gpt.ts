@@ -41,6 +41,8 @@ export interface GenerateOptions {
   stop?: string[];
   /** Seeds the sequence's random numbers; the same seed and prompt give the same tokens (default: random). */
   seed?: number;
+  /** Goes on past the end-of-text token, so that only `maxTokens` (or a stop string) ends it: for benchmarks that need known lengths. */
+  ignoreEos?: boolean;
 }
 
 /** One step's output for one sequence. */
@@ -185,6 +187,7 @@ class State implements Sequence {
   capacity = 0;
   busy = false;
   readonly maxTokens: number;
+  readonly ignoreEos: boolean;
   readonly temperature: number;
   readonly topP: number;
   readonly stops: StopStrings;
@@ -203,6 +206,7 @@ class State implements Sequence {
     if (!(topP > 0 && topP <= 1)) throw new ValidationError(`topP must be above 0 and at most 1, not ${topP}`);
     if (stop.some((s) => typeof s !== "string" || s === "")) throw new ValidationError("stop strings must be non-empty strings");
     this.maxTokens = maxTokens;
+    this.ignoreEos = options.ignoreEos === true;
     this.temperature = temperature;
     this.topP = topP;
     this.stops = new StopStrings([...stop]);
@@ -438,7 +442,7 @@ class Generator implements TextGenerator {
   #accept(s: State, token: number, contextFull: boolean): StepResult {
     s.tokens.push(token);
     s.next = token;
-    const eos = this.#eos.has(token);
+    const eos = !s.ignoreEos && this.#eos.has(token);
     const ending: FinishReason | undefined = eos ? "stop" : s.tokens.length >= s.maxTokens || contextFull ? "length" : undefined;
     let piece = eos ? "" : s.detokenizer.push(token);
     if (ending !== undefined) piece += s.detokenizer.flush();

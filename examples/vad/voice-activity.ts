@@ -149,7 +149,7 @@ function isAudio(value: unknown): value is Audio {
  * Reads a RIFF WAV file: 16-bit integer or 32-bit float PCM, any number of channels (the first
  * is used), at any rate (resampled to 16 kHz unless it is 8 or 16 kHz).
  */
-export function readWav(body: Uint8Array): Audio {
+function readWav(body: Uint8Array): Audio {
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
   const tag = (at: number) => String.fromCharCode(...body.subarray(at, at + 4));
   if (body.byteLength < 12 || tag(0) !== "RIFF" || tag(8) !== "WAVE") throw new ValidationError("the body is not a WAV file");

@@ -20,6 +20,7 @@ const common = {
   n: z.literal(1).nullish(),
   stop: stop.nullable(),
   seed: z.number().int().nullish(),
+  ignore_eos: z.boolean().nullish(),
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
 };
@@ -127,6 +128,7 @@ class OpenAIExchange implements Dialect {
     if (r.top_p != null) request.top_p = r.top_p;
     if (r.stop != null) request.stop = typeof r.stop === "string" ? [r.stop] : r.stop;
     if (r.seed != null) request.seed = r.seed;
+    if (r.ignore_eos != null) request.ignore_eos = r.ignore_eos;
     return { payload: Buffer.from(JSON.stringify(request)), stream: r.stream === true, steps };
   }
 

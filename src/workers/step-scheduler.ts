@@ -134,8 +134,15 @@ export class StepScheduler {
         joining.map((seq) => seq.meta),
       );
       if (!Array.isArray(states) || states.length !== joining.length) throw new Error(`join() returned ${describe(states)} for ${joining.length} inputs; it must return one state per input`);
-      joining.forEach((seq, i) => (seq.state = states[i]));
-      this.#active.push(...joining);
+      joining.forEach((seq, i) => {
+        const state: unknown = states[i];
+        // An Error in place of a state fails that input alone.
+        if (state instanceof Error) seq.end(state);
+        else {
+          seq.state = state;
+          this.#active.push(seq);
+        }
+      });
     } catch (err) {
       for (const seq of joining) seq.end(asError(err));
     }
