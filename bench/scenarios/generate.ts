@@ -73,14 +73,14 @@ async function run(ctx: ScenarioContext): Promise<void> {
           args: ["--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--stream-timeout", "600000", "--timeout", "120000", "--capacity", "100000"],
           port,
           cwd: root,
-          env: { BENCH_BATCHING: mode, BENCH_MAX_BATCH: String(maxBatch), BENCH_MODEL: model, BENCH_MODEL_DIR: dir },
+          env: { BENCH_BATCHING: mode, BENCH_MAX_BATCH: String(maxBatch), BENCH_MODEL: model, MODEL_DIR: dir },
           probe: { path: "/generate", body: JSON.stringify({ prompt: "hello", max_tokens: 2 }) },
           startTimeoutMs: 60_000,
         });
         try {
           for (const c of connections) {
             const next = lengths(seed + round, minTokens, maxTokens);
-            const point = await streamLoad(port, "/generate", c, common.warmupSec, common.durationSec, next, (length) => JSON.stringify({ prompt: "fish swim in shoals", max_tokens: length, temperature: 0 }));
+            const point = await streamLoad(port, "/generate", c, common.warmupSec, common.durationSec, next, (length) => JSON.stringify({ prompt: "fish swim in shoals", max_tokens: length, temperature: 0, ignore_eos: true }));
             const key = `${mode}/${c}`;
             points.set(key, [...(points.get(key) ?? []), point]);
             log(`round ${round + 1} ${mode} ${c} clients: ${fmtInt(point.tokens / point.seconds)} tokens/s, ${(point.requests / point.seconds).toFixed(1)} req/s, first token p50 ${percentile(point.ttft, 50).toFixed(1)} ms p99 ${percentile(point.ttft, 99).toFixed(1)} ms, ${point.errors} errors`);

@@ -3,9 +3,9 @@
  * contract, batched continuously (sequences join and leave between steps, `BENCH_BATCHING=
  * continuous`) or per request (a batch runs until its longest sequence ends, `BENCH_BATCHING=
  * request`), at most `BENCH_MAX_BATCH` sequences at once either way. The model is the tiny
- * decoder of examples/generate (`BENCH_MODEL_DIR`, which make-model.ts writes), generating
- * exactly `max_tokens` tokens (end-of-text is ignored, so the lengths are the load's), or, with
- * `BENCH_MODEL=synthetic`, a stand-in whose step costs `2 + 0.1·n` ms of CPU for n sequences.
+ * decoder of examples/generate (`MODEL_DIR`, which make-model.ts writes; the load asks for
+ * `ignore_eos`, so the lengths are the load's), or, with `BENCH_MODEL=synthetic`, a stand-in
+ * whose step costs `2 + 0.1·n` ms of CPU for n sequences.
  */
 import { Server, StepWorker, TextRequest, type StepResult, type TextChunk } from "shoal";
 
