@@ -24,9 +24,9 @@ const SCENARIOS: Record<string, { extra: string[]; servers: string[] }> = {
   multimodel: { extra: ["--models", "3"], servers: ["shoal"] },
 };
 
-describe("benchmark smoke test (Shoal side only)", { skip: hasWrk ? false : "wrk is not installed (apt-get install -y wrk): benchmark smoke test skipped" }, () => {
-  after(() => rmSync(results, { recursive: true, force: true }));
+after(() => rmSync(results, { recursive: true, force: true }));
 
+describe("benchmark smoke test (Shoal side only)", { skip: hasWrk ? false : "wrk is not installed (apt-get install -y wrk): benchmark smoke test skipped" }, () => {
   for (const [name, { extra, servers }] of Object.entries(SCENARIOS)) {
     test(`npm run bench -- ${name} --servers ${servers.join(",")} writes its results`, () => {
       const args = ["--import", "tsx", "bench/run.ts", name, "--servers", servers.join(","), "--duration", "1", "--rounds", "1", "--warmup", "1", "--connections", "1,8", "--quiet-wait", "0", "--results-dir", results, ...extra];
@@ -64,4 +64,22 @@ describe("benchmark smoke test (Shoal side only)", { skip: hasWrk ? false : "wrk
     }
     assert.match(readFileSync(join(dir, "echo.md"), "utf8"), /## Before and after[\s\S]*\| shoal \| 8 \|/);
   });
+});
+
+// The generate scenario has a streaming client of its own and needs no wrk.
+test("npm run bench -- generate runs both batchings and writes its results", () => {
+  const dir = join(results, "generate");
+  const args = ["--import", "tsx", "bench/run.ts", "generate", "--model", "synthetic", "--connections", "1,4", "--max-tokens", "16", "--duration", "1", "--rounds", "1", "--warmup", "1", "--results-dir", dir];
+  const run = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", timeout: 120_000 });
+  assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
+  const data = JSON.parse(readFileSync(join(dir, "generate.json"), "utf8")) as { rows: { mode: string; connections: number; tokensPerSec: number; ttftP50: number; errors: number }[] };
+  assert.deepEqual(
+    data.rows.map((r) => `${r.mode} ${r.connections}`),
+    ["continuous 1", "continuous 4", "request 1", "request 4"],
+  );
+  for (const row of data.rows) {
+    assert.ok(row.tokensPerSec > 0 && row.ttftP50 > 0, `${row.mode} ${row.connections}: tokens streamed`);
+    assert.equal(row.errors, 0);
+  }
+  for (const file of ["generate.md", "generate-tokens.svg", "generate-ttft.svg"]) assert.ok(existsSync(join(dir, file)), `${file} written`);
 });

@@ -11,7 +11,7 @@
  * (`--model synthetic` uses a stand-in of fixed step cost instead). Results go to
  * bench/results/generate.{json,md} with generate-tokens.svg and generate-ttft.svg.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gitState, machineInfo } from "../lib/machine.js";
@@ -117,6 +117,7 @@ function report(ctx: ScenarioContext, rows: Row[], settings: { connections: numb
   const top = Math.max(...settings.connections);
   const ratio = at("continuous", top).tokensPerSec / at("request", top).tokensPerSec;
   const ttftBetter = at("continuous", top).ttftP99 < at("request", top).ttftP99;
+  mkdirSync(ctx.resultsDir, { recursive: true });
   const series = (pick: (r: Row) => number) => MODES.map((mode) => ({ name: mode === "continuous" ? "continuous batching" : "request-level batching", points: rows.filter((r) => r.mode === mode).map((r) => [r.connections, pick(r)] as const) }));
   writeFileSync(join(ctx.resultsDir, "generate-tokens.svg"), lineChart(series((r) => r.tokensPerSec), { title: "generate: tokens per second", xLabel: "clients", yLabel: "tokens/s", logX: true }));
   writeFileSync(join(ctx.resultsDir, "generate-ttft.svg"), lineChart(series((r) => r.ttftP99), { title: "generate: time to first token, p99", xLabel: "clients", yLabel: "ms", logX: true }));
