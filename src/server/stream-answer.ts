@@ -90,11 +90,14 @@ export class StreamAnswer {
     this.chunks++;
     const frame = frameChunk(options.transport, chunk);
     this.bytes += frame.byteLength;
+    // What the client had not taken when this chunk came: a chunk larger than the buffer is no
+    // sign of a slow client by itself.
+    const backlog = res.writableLength;
     res.write(frame);
     this.#idle();
     if (res.writableLength <= options.policy.bufferBytes) return;
     if (options.policy.whenFull === "fail") {
-      this.task.fail(new ShoalError("SLOW_CLIENT", `the client read too slowly: ${res.writableLength} bytes waited`));
+      if (backlog > options.policy.bufferBytes) this.task.fail(new ShoalError("SLOW_CLIENT", `the client read too slowly: ${backlog} bytes waited`));
       return;
     }
     if (this.#paused) return;
