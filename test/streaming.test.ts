@@ -443,3 +443,25 @@ describe("streaming deadlines and keep-alive (--timeout 1000 --stream-timeout 40
     assert.equal(ndjson.text, '{"i":0}\n{"i":1}\n');
   });
 });
+
+describe("a stream under way when the server is told to stop (--timeout 1000)", () => {
+  let server: ServerProcess;
+  before(async () => {
+    server = await startServer(fixture("streaming.ts"), { args: ["--log-format", "json", "--timeout", "1000"], startTimeoutMs: 60_000 });
+  });
+  after(() => server?.stop());
+
+  test("gets the drain's --timeout to end, then an error event; its generator is aborted and the server exits soon after", async () => {
+    const stream = new OpenStream(server.port, "/count", { tag: "at-exit", n: 100_000, delay: 20 });
+    await stream.event();
+    server.proc.kill("SIGTERM");
+    const events = parseSse(await stream.rest());
+    assert.deepEqual(events.at(-1), { event: "error", data: '{"error":"service unavailable: the server is shutting down"}' });
+    assert.ok(events.length > 2);
+    const ended = await server.waitForLog((l) => l.msg === "stream ended" && l.tag === "at-exit");
+    assert.equal(ended.aborted, true);
+    // Without the stream cut short, its worker would be given the whole --stream-timeout (300 s).
+    const exited = await Promise.race([server.exitCode(), new Promise((resolve) => setTimeout(() => resolve("still running"), 20_000))]);
+    assert.equal(exited, 0);
+  });
+});
