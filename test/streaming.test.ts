@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { assertError, fixture, post, sample, send, startServer, waitFor, waitForMetric, type LogLine, type ServerProcess } from "./helpers.js";
+import { join } from "node:path";
+import { ROOT, assertError, fixture, post, sample, send, startServer, waitFor, waitForMetric, type LogLine, type ServerProcess } from "./helpers.js";
 import { OpenStream, parseSse, sseData } from "./stream-client.js";
 
 const SSE = { accept: "text/event-stream" };
@@ -463,5 +464,32 @@ describe("a stream under way when the server is told to stop (--timeout 1000)", 
     // Without the stream cut short, its worker would be given the whole --stream-timeout (300 s).
     const exited = await Promise.race([server.exitCode(), new Promise((resolve) => setTimeout(() => resolve("still running"), 20_000))]);
     assert.equal(exited, 0);
+  });
+});
+
+describe("examples/streaming.ts answers as docs/streaming.md shows", () => {
+  let server: ServerProcess;
+  before(async () => {
+    server = await startServer(join(ROOT, "examples", "streaming.ts"), { args: ["--log-format", "json", "--sse-keep-alive", "1000"] });
+  });
+  after(() => server?.stop());
+
+  test("/count: SSE, NDJSON, gathered, keep-alive, and a 422 before the stream", async () => {
+    assert.equal((await post(`${server.url}/count`, { n: 3 })).text, 'data: {"i":1}\n\ndata: {"i":2}\n\ndata: {"i":3}\n\n');
+    assert.equal((await post(`${server.url}/count`, { n: 3 }, NDJSON)).text, '{"i":1}\n{"i":2}\n{"i":3}\n');
+    assert.equal((await post(`${server.url}/count`, { n: 3 }, JSON_ONLY)).text, '[{"i":1},{"i":2},{"i":3}]');
+    assert.match((await post(`${server.url}/count`, { n: 2, everyMs: 2500 })).text, /^data: \{"i":1\}\n\n(: keep-alive\n\n)+data: \{"i":2\}\n\n$/);
+    assertError(await post(`${server.url}/count`, { n: -1 }), 422, "request validation error: n: Too small: expected number to be >=0");
+  });
+
+  test("/spell: a word joins another between steps and finishes first", async () => {
+    assert.deepEqual(sseData((await post(`${server.url}/spell`, { word: "shoal" })).text), [..."shoal"].map((letter) => ({ letter, of: 1 })));
+    const long = new OpenStream(server.port, "/spell", { word: "streaming" }, NDJSON);
+    const first = await long.line();
+    const short = await post(`${server.url}/spell`, { word: "ok" }, NDJSON);
+    assert.equal(short.text, '{"letter":"o","of":2}\n{"letter":"k","of":2}\n');
+    const letters = (first! + (await long.rest())).trimEnd().split("\n").map((line) => JSON.parse(line));
+    assert.equal(letters.map((l) => l.letter).join(""), "streaming");
+    assert.ok(letters.some((l) => l.of === 2));
   });
 });
