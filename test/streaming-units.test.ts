@@ -32,6 +32,8 @@ describe("negotiate()", () => {
     ["text/html, application/xhtml+xml", "sse", undefined],
     ["application/json, text/event-stream", "ndjson", "sse"],
     ["application/json, */*;q=0.1", "ndjson", "ndjson"],
+    ["Text/Event-Stream", "ndjson", "sse"],
+    ["APPLICATION/X-NDJSON", "sse", "ndjson"],
   ];
   for (const [accept, route, expected] of cases) {
     test(`Accept ${JSON.stringify(accept)} on a route that streams ${route}: ${expected ?? "gathered"}`, () => {

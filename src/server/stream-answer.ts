@@ -17,9 +17,11 @@ export const TRANSPORT_TYPES: Record<Transport, string> = { sse: "text/event-str
  */
 export function negotiate(accept: string | undefined, route: Transport): Transport | undefined {
   if (accept === undefined || accept === "") return route;
-  if (accept.includes("text/event-stream")) return "sse";
-  if (accept.includes("application/x-ndjson") || accept.includes("application/jsonl")) return "ndjson";
-  return accept.includes("*/*") ? route : undefined;
+  // Media types are case-insensitive.
+  const types = accept.toLowerCase();
+  if (types.includes("text/event-stream")) return "sse";
+  if (types.includes("application/x-ndjson") || types.includes("application/jsonl")) return "ndjson";
+  return types.includes("*/*") ? route : undefined;
 }
 
 const NEWLINE = /\r\n|\r|\n/;
