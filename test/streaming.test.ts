@@ -132,6 +132,16 @@ describe("streaming", () => {
     assert.equal(now("shoal_stage_batch_size_sum", { stage }) - before("shoal_stage_batch_size_sum", { stage }), 8, "of 8 items");
   });
 
+  // How many chunks a Big generator had made once it stopped making them (none for a second).
+  async function stalledAt(tag: string): Promise<number> {
+    const made = () => tagged(server, "big chunk made", tag).length;
+    return waitFor("the generator to stop making chunks", async () => {
+      const n = made();
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      return n > 0 && made() === n ? n : undefined;
+    }, 30_000);
+  }
+
   describe("a slow reader, reading one chunk a second", () => {
     const CHUNK = 256 * 1024;
     const CHUNKS = 120;
@@ -162,12 +172,7 @@ describe("streaming", () => {
       const { stream, read } = await slowly("/big-pause", "slow-pause", 5);
       // The generator stopped making chunks: the count of chunks made holds still for a second,
       // well short of the whole stream.
-      const made = () => tagged(server, "big chunk made", "slow-pause").length;
-      const stalled = await waitFor("the generator to stop making chunks", async () => {
-        const n = made();
-        await new Promise((resolve) => setTimeout(resolve, 1000));
-        return made() === n ? n : undefined;
-      }, 30_000);
+      const stalled = await stalledAt("slow-pause");
       process.stdout.write(`# paused generator: ${stalled} of ${CHUNKS} chunks of ${CHUNK} bytes made while the client had read ${read.length}\n`);
       assert.ok(stalled < CHUNKS, `the generator made all ${CHUNKS} chunks: it was not paused`);
       assert.equal(tagged(server, "big stream ended", "slow-pause").length, 0, "the generator is still open");
@@ -275,6 +280,19 @@ describe("streaming", () => {
     assert.deepEqual(gathered.json, [{ i: 0 }, { i: 1 }]);
     const late = await post(`${server.url}/process`, { n: 3, failAt: 1 }, SSE);
     assert.equal(late.text, 'data: {"i":0}\n\nevent: error\ndata: {"error":"inference internal error"}\n\n');
+  });
+
+  test("a process worker's stream pauses for a client that does not read, and completes once it does", async () => {
+    const n = 120;
+    const stream = new OpenStream(server.port, "/big-process", { tag: "process-pause", n, size: 256 * 1024 });
+    const first = await stream.event();
+    const stalled = await stalledAt("process-pause");
+    process.stdout.write(`# paused process worker: ${stalled} of ${n} chunks made while the client read 1\n`);
+    assert.ok(stalled < n, "the generator was not paused");
+    const events = parseSse(first! + (await stream.rest()));
+    assert.deepEqual(events.map((e) => JSON.parse(e.data).i), Array.from({ length: n }, (_, i) => i));
+    const ended = await server.waitForLog((l) => l.msg === "big stream ended" && l.tag === "process-pause");
+    assert.deepEqual([ended.aborted, ended.made], [false, n]);
   });
 
   test("a pipeline whose last stage streams and whose first does not", async () => {
