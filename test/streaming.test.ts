@@ -242,6 +242,25 @@ describe("streaming", () => {
     }
   });
 
+  test("a client that leaves before the first chunk: the Worker's signal aborts and the slot is freed", async () => {
+    const stream = new OpenStream(server.port, "/count", { tag: "gone-early", n: 3, firstDelay: 60_000 });
+    await server.waitForLog((l) => l.msg === "stream started" && l.tag === "gone-early");
+    stream.destroy();
+    const ended = await server.waitForLog((l) => l.msg === "stream ended" && l.tag === "gone-early");
+    assert.deepEqual([ended.aborted, ended.sent], [true, 0]);
+    assert.equal((await post(`${server.url}/count`, { n: 1 }, SSE)).text, 'data: {"i":0}\n\n');
+  });
+
+  test("a client that leaves while its stream is paused: the paused generator is ended", async () => {
+    const stream = new OpenStream(server.port, "/big-pause", { tag: "gone-paused", n: 120, size: 256 * 1024 });
+    await stream.event();
+    const stalled = await stalledAt("gone-paused");
+    stream.destroy();
+    const ended = await server.waitForLog((l) => l.msg === "big stream ended" && l.tag === "gone-paused");
+    assert.equal(ended.aborted, true);
+    assert.ok((ended.made as number) <= stalled + 1, `made ${ended.made} after stalling at ${stalled}`);
+  });
+
   describe("a generator that throws", () => {
     test("after its first chunk: the SSE stream ends with an error event, and the error's stack is logged", async () => {
       const reply = await post(`${server.url}/count`, { tag: "throws-late", n: 5, failAt: 2 }, SSE);
@@ -412,6 +431,17 @@ describe("streaming", () => {
       process.stdout.write(`# StepWorker: leave() ran ${(left.time as number) - leftAt} ms after the client hung up\n`);
       assert.ok((left.k as number) < 100_000);
       assert.equal((await other).chunks.length, 50);
+    });
+
+    test("in a process worker: sequences join one another (several batches in the worker at once), and one that is cancelled leaves", async () => {
+      const gone = new OpenStream(server.port, "/steps-process", { tag: "p-gone", len: 100_000 });
+      await gone.event();
+      const results = await Promise.all([3, 9, 5].map((len, k) => generation("/steps-process", { tag: `p${k}`, len })));
+      results.forEach((r, k) => assert.deepEqual(r.chunks.map((c) => c.k), Array.from({ length: [3, 9, 5][k]! }, (_, i) => i)));
+      assert.ok(results.every((r) => r.chunks.some((c) => c.active > 1)), "the sequences stepped together");
+      gone.destroy();
+      await server.waitForLog((l) => l.msg === "left" && l.tag === "p-gone");
+      assert.equal((await generation("/steps-process", { tag: "p-after", len: 2 })).chunks.length, 2);
     });
 
     test("gathered: a StepWorker's chunks as one JSON array", async () => {
