@@ -314,6 +314,15 @@ describe("streaming", () => {
     assert.deepEqual([ended.aborted, ended.made], [false, n]);
   });
 
+  for (const [path, where] of [["/count", "thread"], ["/process", "process"]] as const) {
+    test(`a ${where} worker that dies mid-stream: the stream ends with a worker-died error event, and a new worker serves the next request`, async () => {
+      const reply = await post(`${server.url}${path}`, { n: 5, exitAt: 2 }, SSE);
+      assert.equal(reply.text, 'data: {"i":0}\n\ndata: {"i":1}\n\nevent: error\ndata: {"error":"worker died: the worker running this request died"}\n\n');
+      await waitFor("the worker to be replaced", async () => ((await post(`${server.url}${path}`, { n: 1 }, SSE)).status === 200 ? true : undefined), 30_000);
+      assert.equal((await post(`${server.url}${path}`, { n: 2 }, NDJSON)).text, '{"i":0}\n{"i":1}\n');
+    });
+  }
+
   test("a pipeline whose last stage streams and whose first does not", async () => {
     const reply = await post(`${server.url}/pipeline`, { n: 2 }, SSE);
     assert.equal(reply.status, 200);
