@@ -51,6 +51,8 @@ describe("invalid stage options", () => {
     ["reservedRoute", /option 'route'.*reserved/],
     ["relativeRoute", /option 'route'.*starts with '\/'/],
     ["envCount", /option 'env' has 1 entries for num 2/],
+    ["maxActivePlain", /options 'maxActive' and 'continuous' are for a StepWorker/],
+    ["continuousPlain", /options 'maxActive' and 'continuous' are for a StepWorker/],
   ];
   for (const [name, pattern] of cases) {
     test(`${name}: non-zero exit, and stderr names the option`, async () => {

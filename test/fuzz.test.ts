@@ -1,7 +1,7 @@
 /**
  * The fuzz suite: tens of thousands of generated requests (test/fuzz/) against one server with
- * stages of every codec, a batching stage, a typed stage, a two-stage pipeline and a model
- * repository (ONNX and a module runtime). Seeded, so a failure names requests that can be sent
+ * stages of every codec, a batching stage, a typed stage, a two-stage pipeline, streaming stages
+ * (batched, and a StepWorker) and a model repository (ONNX and a module runtime). Seeded, so a failure names requests that can be sent
  * again (`npm run fuzz -- --seed S --only I`). FUZZ_COUNT and FUZZ_SEED change the run.
  */
 import assert from "node:assert/strict";
@@ -29,7 +29,7 @@ describe("the fuzz's own parts", () => {
   test("the verdict: documented 5xx pass, others and malformed error answers do not", () => {
     const outcome = (method: string, path: string, status: number | undefined, body: string, headers: Record<string, string> = { "content-type": "application/json", "x-request-id": "r" }): Outcome => {
       const request: FuzzRequest = { index: 0, kind: "test", method, path, headers: [], body: undefined, chunked: false, raw: undefined };
-      return { request, status, headers, body: Buffer.from(body), error: status === undefined ? "ECONNRESET" : undefined, unsent: false, answers: status === undefined ? 0 : 1, reused: false, ms: 1 };
+      return { request, status, headers, body: Buffer.from(body), error: status === undefined ? "ECONNRESET" : undefined, unsent: false, answers: status === undefined ? 0 : 1, reused: false, hungUp: false, ms: 1 };
     };
     const internal = '{"error":"inference internal error"}';
     assert.equal(judge(outcome("POST", "/fuzz/buggy", 500, internal)), undefined);
@@ -41,6 +41,17 @@ describe("the fuzz's own parts", () => {
     assert.equal(judge(outcome("GET", "/x", 400, '{"error":1}')), '400 whose body is not {"error": "..."}');
     assert.equal(judge(outcome("GET", "/x", 400, "", {})), "400 without an x-request-id");
     assert.equal(judge(outcome("GET", "/x", undefined, "")), "no answer: ECONNRESET");
+    assert.equal(judge({ ...outcome("POST", "/fuzz/stream", undefined, ""), hungUp: true }), undefined);
+    const stream = (type: string, body: string) => outcome("POST", "/fuzz/stream", 200, body, { "content-type": type, "x-request-id": "r" });
+    assert.equal(judge(stream("text/event-stream", 'data: {"i":0}\n\n: keep-alive\n\ndata: a\ndata: b\n\n')), undefined);
+    assert.equal(judge(stream("text/event-stream", 'data: {"i":0}\n\nevent: error\ndata: {"error":"request timeout: the stream did not end within 9 ms"}\n\n')), undefined);
+    assert.equal(judge(stream("text/event-stream", 'data: {"i":0}\n\nevent: error\ndata: {"error":"worker died: x"}\n\n')), 'a stream that failed: {"error":"worker died: x"}');
+    assert.equal(judge(stream("text/event-stream", 'data: {"i":0}\n')), "an SSE body that does not end with a blank line");
+    assert.equal(judge(stream("text/event-stream", 'data: {"i":0}\nxx\n\n')), "an SSE body with a malformed event");
+    assert.equal(judge({ ...stream("text/event-stream", 'data: {"i"'), hungUp: true }), undefined);
+    assert.equal(judge(stream("application/x-ndjson", '{"i":0}\n{"i":1}\n')), undefined);
+    assert.equal(judge(stream("application/x-ndjson", '{"i":0}\n{"i"\n')), "an NDJSON line that is not JSON");
+    assert.equal(judge(stream("application/x-ndjson", '{"i":0}\n{"error":"stream backlog full: x"}\n')), 'a stream that failed: {"error":"stream backlog full: x"}');
   });
 });
 

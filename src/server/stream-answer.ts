@@ -18,9 +18,11 @@ export const TRANSPORT_TYPES: Record<Transport, string> = { sse: "text/event-str
  */
 export function negotiate(accept: string | undefined, route: Transport): Transport | undefined {
   if (accept === undefined || accept === "") return route;
-  if (accept.includes("text/event-stream")) return "sse";
-  if (accept.includes("application/x-ndjson") || accept.includes("application/jsonl")) return "ndjson";
-  return accept.includes("*/*") ? route : undefined;
+  // Media types are case-insensitive.
+  const types = accept.toLowerCase();
+  if (types.includes("text/event-stream")) return "sse";
+  if (types.includes("application/x-ndjson") || types.includes("application/jsonl")) return "ndjson";
+  return types.includes("*/*") ? route : undefined;
 }
 
 const NEWLINE = /\r\n|\r|\n/;
@@ -92,11 +94,14 @@ export class StreamAnswer {
     this.chunks++;
     const frame = frameChunk(options.transport, chunk);
     this.bytes += frame.byteLength;
+    // What the client had not taken when this chunk came: a chunk larger than the buffer is no
+    // sign of a slow client by itself.
+    const backlog = res.writableLength;
     res.write(frame);
     this.#idle();
     if (res.writableLength <= options.policy.bufferBytes) return;
     if (options.policy.whenFull === "fail") {
-      this.task.fail(new ShoalError("SLOW_CLIENT", `the client read too slowly: ${res.writableLength} bytes waited`));
+      if (backlog > options.policy.bufferBytes) this.task.fail(new ShoalError("SLOW_CLIENT", `the client read too slowly: ${backlog} bytes waited`));
       return;
     }
     if (this.#paused) return;

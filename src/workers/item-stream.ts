@@ -8,7 +8,8 @@ export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown>
 /**
  * One item of a streaming Worker, on the worker's side: the abort signal its `meta` carries,
  * whether its client has asked for a pause, and the loop that pulls its chunks. Chunks are pulled
- * one at a time, so a paused or cancelled stream stops its generator where it is.
+ * one at a time, each after a turn of the event loop (where flow messages are read), so a
+ * paused or cancelled stream stops its generator where it is.
  */
 export class ItemStream {
   readonly #controller = new AbortController();
@@ -41,6 +42,9 @@ export class ItemStream {
     let finished = false;
     try {
       for (;;) {
+        // A generator that never waits on anything but itself runs in microtasks alone, which
+        // would keep the coordinator's pause and cancel from being read until it ends.
+        await new Promise<void>((resolve) => setImmediate(resolve));
         if (this.#paused !== undefined) await this.#paused;
         if (this.signal.aborted) return false;
         const next = await chunks.next();

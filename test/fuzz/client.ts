@@ -21,6 +21,8 @@ export interface Outcome {
   answers: number;
   /** The request went on a socket that had carried an earlier one. */
   reused: boolean;
+  /** The client hung up before the answer's end, as the request said to: its body is partial, or there is none. */
+  hungUp: boolean;
   ms: number;
 }
 
@@ -38,7 +40,7 @@ function flatHeaders(headers: Record<string, string | string[] | undefined>): Re
 /** Sends `req` to the server on `port` and resolves with what happened; never rejects. */
 export function send(port: number, agent: Agent, req: FuzzRequest, timeoutMs: number): Promise<Outcome> {
   const start = performance.now();
-  const base = { request: req, headers: {}, body: Buffer.alloc(0), unsent: false, answers: 0, reused: false };
+  const base = { request: req, headers: {}, body: Buffer.alloc(0), unsent: false, answers: 0, reused: false, hungUp: false };
   if (req.raw !== undefined) {
     return exchangeRaw(port, req.raw, timeoutMs).then((x) => {
       const first = x.responses[0];
@@ -66,9 +68,26 @@ export function send(port: number, agent: Agent, req: FuzzRequest, timeoutMs: nu
       return;
     }
     const timer = setTimeout(() => r.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const hangUp = req.hangUp;
+    // A client that leaves before any answer came.
+    const leaving = hangUp !== undefined && "afterMs" in hangUp ? setTimeout(() => {
+      done({ ...base, status: undefined, error: undefined, hungUp: true, reused: r.reusedSocket });
+      r.destroy();
+    }, hangUp.afterMs) : undefined;
+    r.on("close", () => clearTimeout(leaving));
     r.on("response", (res) => {
+      clearTimeout(leaving);
       const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
+      let bytes = 0;
+      // A client that leaves mid-stream: a 200's body, after some bytes of it.
+      const after = hangUp !== undefined && "afterBytes" in hangUp && res.statusCode === 200 ? hangUp.afterBytes : undefined;
+      res.on("data", (c: Buffer) => {
+        chunks.push(c);
+        bytes += c.length;
+        if (after === undefined || bytes < after) return;
+        done({ ...base, status: res.statusCode, headers: flatHeaders(res.headers), body: Buffer.concat(chunks), error: undefined, answers: 1, hungUp: true, reused: r.reusedSocket });
+        r.destroy();
+      });
       res.on("end", () => done({ ...base, status: res.statusCode, headers: flatHeaders(res.headers), body: Buffer.concat(chunks), error: undefined, answers: 1, reused: r.reusedSocket }));
       res.on("error", (err: NodeJS.ErrnoException) => done({ ...base, status: res.statusCode, error: `the answer broke off: ${err.code ?? err.message}`, reused: r.reusedSocket }));
     });

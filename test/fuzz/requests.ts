@@ -1,9 +1,10 @@
 /**
  * The fuzz's request generator: request `index` of a run seeded with `seed` is always the same
- * request. It picks a kind of request (a stage route with its codec, V2 inference in JSON or
- * binary, V2 metadata and health, the repository's control routes, the built-in pages, a path
- * of no route, or bytes that are hardly HTTP), builds a body for it, then bends what a client
- * controls: the method, the path's spelling, the content-type and other headers.
+ * request. It picks a kind of request (a stage route with its codec, a streaming route with an
+ * Accept header of any kind, V2 inference in JSON or binary, V2 metadata and health, the
+ * repository's control routes, the built-in pages, a path of no route, or bytes that are hardly
+ * HTTP), builds a body for it, then bends what a client controls: the method, the path's
+ * spelling, the content-type and other headers; and now and then the client hangs up early.
  */
 import { brokenJson, deepJson, perturb, randomJson, writeJson, type Json } from "./json.js";
 import { msgpackBody } from "./msgpack.js";
@@ -25,6 +26,11 @@ export interface FuzzRequest {
   chunked: boolean;
   /** When set, these exact bytes are sent on a connection of their own, which then closes. */
   raw: Uint8Array | undefined;
+  /**
+   * When set, the client hangs up early: once this many bytes of a 200 answer's body came
+   * (`afterBytes`), or this long after sending if no answer came by then (`afterMs`).
+   */
+  hangUp?: { afterBytes: number } | { afterMs: number };
 }
 
 /** What the generator needs to know about the server it fuzzes. */
@@ -44,7 +50,12 @@ export const STAGE_ROUTES = {
   typed: "/fuzz/typed",
   pipeline: "/fuzz/pipeline",
   buggy: "/fuzz/buggy",
+  stream: "/fuzz/stream",
+  steps: "/fuzz/steps",
 } as const;
+
+/** The routes whose answers may be streams. */
+export const STREAM_ROUTES: readonly string[] = [STAGE_ROUTES.stream, STAGE_ROUTES.steps];
 
 /** The one route whose Worker throws a plain exception by design: its 500s are expected. */
 export const BUGGY_ROUTE = STAGE_ROUTES.buggy;
@@ -71,6 +82,10 @@ function stageInput(r: Random, route: keyof typeof STAGE_ROUTES): Json {
       };
     case "pipeline":
       return { n: r.chance(0.8) ? r.skewed(0, 4096) : r.pick<Json>([-1, 1.5, 1e9, 4097, "3", null, 2 ** 53]) };
+    case "stream":
+      return { n: r.chance(0.85) ? r.skewed(0, 64) : r.pick<Json>([-1, 65, 1.5, "3", null]), ...(r.chance(0.5) ? { delay: r.int(0, r.chance(0.9) ? 20 : 30) } : {}) };
+    case "steps":
+      return { len: r.chance(0.85) ? r.skewed(0, 64) : r.pick<Json>([-1, 65, 0.5, "8", null]) };
     case "buggy":
       return r.chance(0.7) ? { a: { b: r.string(r.int(0, 5), "ab") } } : randomJson(r, 2);
     default:
@@ -165,8 +180,12 @@ function stageDraft(r: Random, route: keyof typeof STAGE_ROUTES, raw: boolean): 
     return { method: "POST", path, body, contentType: "application/msgpack" };
   }
   if (route === "bytes") return { method: "POST", path, body: r.chance(0.7) ? r.bytes(r.skewed(0, 4096)) : jsonBody(r, near), contentType: "application/octet-stream" };
-  return { method: "POST", path, body: jsonBody(r, near), contentType: "application/json" };
+  const headers: [string, string][] = STREAM_ROUTES.includes(STAGE_ROUTES[route]) && r.chance(0.8) ? [["accept", r.pick(ACCEPTS)]] : [];
+  return { method: "POST", path, body: jsonBody(r, near), contentType: "application/json", headers };
 }
+
+// What a client of a streaming route may accept: a stream of either kind, one answer, or odd values.
+const ACCEPTS = ["text/event-stream", "application/x-ndjson", "application/json", "*/*", "", "text/html", "application/json, text/event-stream", "text/event-stream;q=0", "application/jsonl", "\u00e9", "x".repeat(2000)];
 
 function inferDraft(r: Random, binary: boolean, raw: boolean): Draft {
   const model = r.weighted<string>([[8, "mlp"], [4, "upper"], [2, r.pick(MODEL_NAMES)]]);
@@ -215,6 +234,8 @@ const KINDS: readonly (readonly [number, string, (r: Random, raw: boolean) => Dr
   [4, "stage:typed", (r, raw) => stageDraft(r, "typed", raw)],
   [4, "stage:pipeline", (r, raw) => stageDraft(r, "pipeline", raw)],
   [2, "stage:buggy", (r, raw) => stageDraft(r, "buggy", raw)],
+  [4, "stream:batched", (r, raw) => stageDraft(r, "stream", raw)],
+  [3, "stream:steps", (r, raw) => stageDraft(r, "steps", raw)],
   [8, "v2:infer-json", (r, raw) => inferDraft(r, false, raw)],
   [6, "v2:infer-binary", (r, raw) => inferDraft(r, true, raw)],
   [4, "v2:model", (r, raw) => ({ method: "GET", path: modelPath(r, raw, r.pick(["", "ready", "config", "stats", "", "ready"])) })],
@@ -241,7 +262,12 @@ export function generate(seed: number, index: number, target: FuzzTarget): FuzzR
   if (contentType !== undefined && contentType !== "") headers.push(["content-type", contentType]);
   headers.push(...extraHeaders(r, target, kind === "v2:control"));
   const chunked = body !== undefined && body.length > 0 && r.chance(0.1);
-  if (!raw) return { index, kind, method, path: draft.path, headers, body, chunked, raw: undefined };
+  if (!raw) {
+    const request: FuzzRequest = { index, kind, method, path: draft.path, headers, body, chunked, raw: undefined };
+    // Clients of streams leave mid-stream now and then; of other routes, rarely.
+    if (r.chance(kind.startsWith("stream:") ? 0.3 : 0.02)) request.hangUp = r.chance(0.6) ? { afterBytes: r.skewed(0, 400) } : { afterMs: r.int(0, 50) };
+    return request;
+  }
   const bytes = rawRequest(r, draft.path, body ?? new Uint8Array());
   // The method and target the raw request line really has, for judging its answer.
   const [sentMethod = "", sentPath = ""] = Buffer.from(bytes.subarray(0, 2048)).toString("utf8").split(/\r?\n/)[0]!.split(" ");

@@ -135,6 +135,9 @@ const HEALTHY: { path: string; body: Uint8Array | string; type: string; headers?
   { path: STAGE_ROUTES.typed, body: '{"name": "n", "points": [{"x": 0, "y": 0}, {"x": 3, "y": 4}]}', type: "application/json" },
   { path: STAGE_ROUTES.pipeline, body: '{"n": 4}', type: "application/json" },
   { path: STAGE_ROUTES.buggy, body: '{"a": {"b": "xy"}}', type: "application/json" },
+  { path: STAGE_ROUTES.stream, body: '{"n": 3}', type: "application/json", headers: { accept: "text/event-stream" } },
+  { path: STAGE_ROUTES.stream, body: '{"n": 3}', type: "application/json", headers: { accept: "application/json" } },
+  { path: STAGE_ROUTES.steps, body: '{"len": 3}', type: "application/json", headers: { accept: "application/x-ndjson" } },
   { path: "/v2/models/mlp/infer", body: '{"inputs": [{"name": "input", "datatype": "FP32", "shape": [2, 4], "data": [1, 2, 3, 4, 5, 6, 7, 8]}]}', type: "application/json" },
   { path: "/v2/models/mlp/versions/1/infer", body: '{"inputs": [{"name": "input", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3, 4]}]}', type: "application/json" },
   { path: "/v2/models/upper/infer", body: '{"inputs": [{"name": "text", "datatype": "BYTES", "shape": [2], "data": ["ab", "c"]}]}', type: "application/json" },
@@ -174,7 +177,7 @@ export async function checkAfter(fuzzServer: FuzzServer): Promise<string[]> {
     if (r.status !== 200) problems.push(`loading ${model} again: ${r.status} ${r.text}`);
   }
   for (const h of HEALTHY) {
-    const r = await fetchText(`${url}${h.path}`, { method: "POST", body: h.body, headers: { "content-type": h.type } });
+    const r = await fetchText(`${url}${h.path}`, { method: "POST", body: h.body, headers: { "content-type": h.type, ...h.headers } });
     if (r.status !== 200) problems.push(`a good request to ${h.path} now gets ${r.status} ${r.text.slice(0, 300)}`);
   }
   if (server.exited || server.proc.pid !== pid) problems.push(`the server process ${pid} is gone`);

@@ -13,6 +13,10 @@
  * from a route whose Worker never throws) is a finding. Every error answer is JSON,
  * exactly `{"error": "..."}`, and every answer carries an `x-request-id` (the client's, when it
  * sent a well-formed one).
+ *
+ * A streamed answer (Server-Sent Events or NDJSON) read to its end is well framed, and its
+ * Workers never fail it: an error event is a finding unless it is a deadline's. A client that
+ * hung up on purpose is judged on what it got before it left (nothing, or the head of a 200).
  */
 import { ERRORS } from "../../src/errors.js";
 import type { Outcome } from "./client.js";
@@ -34,14 +38,14 @@ const ECHOED_ID = /^[\x21-\x7e]{1,200}$/;
 export function judge(o: Outcome): string | undefined {
   const req = o.request;
   if (o.unsent) return undefined;
-  if (o.status === undefined) return `no answer: ${o.error}`;
+  if (o.status === undefined) return o.hungUp ? undefined : `no answer: ${o.error}`;
   if (o.answers > 1) return `${o.answers} answers to one request`;
   if (!ALLOWED_STATUSES.has(o.status)) return `status ${o.status}, which is not in the error table`;
   if (o.headers["x-request-id"] === undefined || o.headers["x-request-id"] === "") return `${o.status} without an x-request-id`;
   // A request whose head Node could not parse (431, a malformed one) is answered before its id is known.
   const sentId = req.headers.filter(([name]) => name === "x-request-id").map(([, value]) => value);
   if (req.raw === undefined && o.status !== 431 && sentId.length === 1 && ECHOED_ID.test(sentId[0]!) && o.headers["x-request-id"] !== sentId[0]) return `${o.status} with another x-request-id than the client's well-formed one`;
-  if (o.status < 400) return undefined;
+  if (o.status < 400) return o.hungUp ? undefined : streamProblem(o.headers["content-type"], o.body.toString("utf8"));
   if (o.status === 503 && isReadiness(req) && readinessBody(o.body)) return undefined;
   const type = o.headers["content-type"];
   if (type !== "application/json") return `${o.status} with content-type ${type ?? "(none)"} instead of JSON`;
@@ -61,6 +65,36 @@ export function judge(o: Outcome): string | undefined {
   if (o.status < 500) return undefined;
   const documented = DOCUMENTED_5XX.some((d) => d.status === o.status && (message === undefined || d.message.test(message)) && (d.status !== 500 || onBuggyRoute(req)));
   return documented ? undefined : `${o.status} ${message ?? "(HEAD)"}`;
+}
+
+const SSE_BLOCK = /^(?:(?:data: [^\n]*)(?:\ndata: [^\n]*)*|: keep-alive|event: error\ndata: \{"error":"[^\n]*"\})$/;
+
+// What is wrong with a streamed body read to its end: bad framing, or an error event other
+// than a deadline's. Undefined for a body that is not a stream.
+function streamProblem(type: string | undefined, body: string): string | undefined {
+  let errors: string[];
+  if (type === "text/event-stream") {
+    if (body !== "" && !body.endsWith("\n\n")) return "an SSE body that does not end with a blank line";
+    const blocks = body === "" ? [] : body.slice(0, -2).split("\n\n");
+    if (!blocks.every((block) => SSE_BLOCK.test(block))) return "an SSE body with a malformed event";
+    errors = blocks.filter((block) => block.startsWith("event: error")).map((block) => block.slice("event: error\ndata: ".length));
+  } else if (type === "application/x-ndjson") {
+    if (body !== "" && !body.endsWith("\n")) return "an NDJSON body that does not end with a line feed";
+    const lines = body === "" ? [] : body.slice(0, -1).split("\n");
+    const values: unknown[] = [];
+    for (const line of lines) {
+      try {
+        values.push(JSON.parse(line));
+      } catch {
+        return "an NDJSON line that is not JSON";
+      }
+    }
+    errors = values.filter((v) => v !== null && typeof v === "object" && "error" in v).map((v) => JSON.stringify(v));
+  } else {
+    return undefined;
+  }
+  const error = errors.find((e) => !/^\{"error":"request timeout: /.test(e));
+  return error === undefined ? undefined : `a stream that failed: ${error}`;
 }
 
 // `/readyz` answers 503 with `{"ready": false, "reason": ...}`, its documented body, not an error's.
@@ -123,7 +157,8 @@ export function describeRequest(req: FuzzRequest): string {
   if (req.raw !== undefined) return `#${req.index} ${req.kind}, raw bytes: ${show(req.raw, 300)}`;
   const headers = req.headers.map(([k, v]) => `${k}: ${v.length > 80 ? `${v.slice(0, 80)}… (${v.length})` : v}`).join("; ");
   const body = req.body === undefined ? "no body" : `${req.chunked ? "chunked " : ""}body ${show(req.body, 200)}`;
-  return `#${req.index} ${req.kind}: ${req.method} ${req.path.length > 200 ? `${req.path.slice(0, 200)}… (${req.path.length})` : req.path} [${headers}] ${body}`;
+  const hangUp = req.hangUp === undefined ? "" : `, hanging up ${"afterBytes" in req.hangUp ? `after ${req.hangUp.afterBytes} bytes of a 200` : `${req.hangUp.afterMs} ms after sending`}`;
+  return `#${req.index} ${req.kind}: ${req.method} ${req.path.length > 200 ? `${req.path.slice(0, 200)}… (${req.path.length})` : req.path} [${headers}] ${body}${hangUp}`;
 }
 
 /** Counts of a run: by status, and by kind of request and status. */
@@ -136,7 +171,7 @@ export class Tally {
   add(o: Outcome): void {
     this.count++;
     if (o.unsent) this.unsent++;
-    const status = o.unsent ? "unsent" : o.status === undefined ? "no answer" : String(o.status);
+    const status = o.unsent ? "unsent" : o.status === undefined ? (o.hungUp ? "left before an answer" : "no answer") : o.hungUp ? `${o.status} (left early)` : String(o.status);
     this.byStatus.set(status, (this.byStatus.get(status) ?? 0) + 1);
     let kind = this.byKind.get(o.request.kind);
     if (kind === undefined) this.byKind.set(o.request.kind, (kind = new Map()));
