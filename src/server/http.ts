@@ -137,10 +137,12 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     this.#draining = true;
     if (this.#inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => {
-      // What is still unanswered then (a long stream, say) gets a 503, or its stream an error event, rather than a cut connection.
+      // What is still unanswered then (a stream, which may run for --stream-timeout, say) gets a
+      // 503, or its stream an error event, and its generator is aborted, rather than holding its
+      // worker and the exit.
       const timer = setTimeout(() => {
         this.#drained = undefined;
-        for (const task of this.#accepted) task.fail(new ShoalError("SHUTTING_DOWN", "the server stopped before this request was answered"));
+        for (const task of this.#accepted) task.fail(new ShoalError("SHUTTING_DOWN", "the server is shutting down"));
         resolve();
       }, timeoutMs);
       this.#drained = () => {

@@ -291,9 +291,6 @@ export class Server {
       stopping = true;
       logger.info({ signal, inFlight: front.inFlight }, "draining");
       await front.drain(config.timeoutMs);
-      // What still runs now is a stream (or one gathered), which may run for --stream-timeout:
-      // end it, so that its worker stops generating and exits.
-      front.abandon(new ShoalError("SHUTTING_DOWN", "the server is shutting down"));
       await Promise.all(pools.map((pool) => pool.close()));
       await front.close();
       // The counts of collapsed error lines still pending.
