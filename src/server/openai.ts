@@ -60,26 +60,26 @@ export class OpenAIHandler implements Delegate {
       this.front.accept(path, [], req, res, requestId, arrival, new OpenAIExchange(endpoint, this.models));
       return;
     }
-    let error: ShoalError;
-    if (path === "/v1/models") {
-      if (req.method === "GET" || req.method === "HEAD") {
-        sendJson(res, requestId, 200, { object: "list", data: [...this.models.keys()].map((id) => ({ id, object: "model", created: this.#created, owned_by: "shoal" })) });
-        return;
-      }
-      error = new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use GET`);
-    } else {
-      error = new ShoalError("NOT_FOUND", path);
+    if (path !== "/v1/models") {
+      // As OpenAI answers a path it does not have: no code.
+      sendJson(res, requestId, 404, openAIError(new ShoalError("NOT_FOUND", `${req.method} ${path}`), null));
+      return;
     }
-    sendFailure(res, requestId, error, OPENAI_ERRORS, error.code === "METHOD_NOT_ALLOWED" ? { allow: "GET, HEAD" } : undefined);
+    if (req.method === "GET" || req.method === "HEAD") {
+      sendJson(res, requestId, 200, { object: "list", data: [...this.models.keys()].map((id) => ({ id, object: "model", created: this.#created, owned_by: "shoal" })) });
+      return;
+    }
+    sendFailure(res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use GET`), OPENAI_ERRORS, { allow: "GET, HEAD" });
   }
 }
 
 /** Errors in OpenAI's shape, for answers outside an exchange. */
-const OPENAI_ERRORS: Dialect = { error: openAIError };
+const OPENAI_ERRORS: Dialect = { error: (error) => openAIError(error) };
 
-function openAIError(error: ShoalError): unknown {
+// OpenAI's error body: its type by status, and a code (the error table's, lower-cased; an
+// unknown model's is OpenAI's own).
+function openAIError(error: ShoalError, code: string | null = error.code === "NOT_FOUND" ? "model_not_found" : error.code.toLowerCase()): unknown {
   const type = error.status === 401 || error.status === 403 ? "authentication_error" : error.status < 500 ? "invalid_request_error" : "server_error";
-  const code = error.code === "NOT_FOUND" ? "model_not_found" : error.code.toLowerCase();
   return { error: { message: error.publicMessage, type, param: null, code } };
 }
 

@@ -20,7 +20,7 @@ export const MODEL_NAMES: readonly string[] = [
 
 export const VERSIONS: readonly string[] = ["1", "2", "1", "2", "3", "0", "01", "-1", "1.0", "1e0", "__proto__", "99999999999999999999", "..", "v1"];
 
-const V2_ACTIONS = ["", "ready", "infer", "config", "stats", "load", "unload", "metadata", "INFER"];
+const V2_ACTIONS = ["", "ready", "infer", "config", "stats", "load", "unload", "metadata", "INFER", "infer_stream", "generate", "generate_stream"];
 
 /**
  * A segment written for a path: its characters kept, escaped, or mixed with malformed escapes.

@@ -11,6 +11,7 @@ import { msgpackBody } from "./msgpack.js";
 import { anyPath, joinPath, MODEL_NAMES, modelPath, spell } from "./paths.js";
 import { Random } from "./random.js";
 import { v2Body } from "./v2.js";
+import { generateDraft, openAIDraft } from "./generation.js";
 
 /** One generated request. */
 export interface FuzzRequest {
@@ -236,6 +237,10 @@ const KINDS: readonly (readonly [number, string, (r: Random, raw: boolean) => Dr
   [2, "stage:buggy", (r, raw) => stageDraft(r, "buggy", raw)],
   [4, "stream:batched", (r, raw) => stageDraft(r, "stream", raw)],
   [3, "stream:steps", (r, raw) => stageDraft(r, "steps", raw)],
+  [3, "openai:completions", (r) => openAIDraft(r, "completions")],
+  [3, "openai:chat", (r) => openAIDraft(r, "chat")],
+  [1, "openai:models", (r) => openAIDraft(r, "models")],
+  [3, "v2:generate", (r) => generateDraft(r)],
   [8, "v2:infer-json", (r, raw) => inferDraft(r, false, raw)],
   [6, "v2:infer-binary", (r, raw) => inferDraft(r, true, raw)],
   [4, "v2:model", (r, raw) => ({ method: "GET", path: modelPath(r, raw, r.pick(["", "ready", "config", "stats", "", "ready"])) })],
@@ -265,7 +270,7 @@ export function generate(seed: number, index: number, target: FuzzTarget): FuzzR
   if (!raw) {
     const request: FuzzRequest = { index, kind, method, path: draft.path, headers, body, chunked, raw: undefined };
     // Clients of streams leave mid-stream now and then; of other routes, rarely.
-    if (r.chance(kind.startsWith("stream:") ? 0.3 : 0.02)) request.hangUp = r.chance(0.6) ? { afterBytes: r.skewed(0, 400) } : { afterMs: r.int(0, 50) };
+    if (r.chance(kind.startsWith("stream:") || kind.startsWith("openai:") || kind === "v2:generate" ? 0.3 : 0.02)) request.hangUp = r.chance(0.6) ? { afterBytes: r.skewed(0, 400) } : { afterMs: r.int(0, 50) };
     return request;
   }
   const bytes = rawRequest(r, draft.path, body ?? new Uint8Array());

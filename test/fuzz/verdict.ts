@@ -58,16 +58,33 @@ export function judge(o: Outcome): string | undefined {
     } catch {
       return `${o.status} whose body is not JSON`;
     }
-    const keys = parsed !== null && typeof parsed === "object" ? Object.keys(parsed) : [];
-    if (keys.length !== 1 || keys[0] !== "error" || typeof (parsed as { error: unknown }).error !== "string") return `${o.status} whose body is not {"error": "..."}`;
-    message = (parsed as { error: string }).error;
+    // On the OpenAI routes too, what the HTTP parser refuses (a malformed head, headers too large) is answered in Shoal's shape.
+    message = errorMessage(parsed, false) ?? (openAI(req) ? errorMessage(parsed, true) : undefined);
+    if (message === undefined) return `${o.status} whose body is not {"error": "..."}${openAI(req) ? ` nor OpenAI's {"error": {"message", "type", "param", "code"}}` : ""}`;
   }
   if (o.status < 500) return undefined;
   const documented = DOCUMENTED_5XX.some((d) => d.status === o.status && (message === undefined || d.message.test(message)) && (d.status !== 500 || onBuggyRoute(req)));
   return documented ? undefined : `${o.status} ${message ?? "(HEAD)"}`;
 }
 
-const SSE_BLOCK = /^(?:(?:data: [^\n]*)(?:\ndata: [^\n]*)*|: keep-alive|event: error\ndata: \{"error":"[^\n]*"\})$/;
+const SSE_BLOCK = /^(?:(?:data: [^\n]*)(?:\ndata: [^\n]*)*|: keep-alive|event: error\ndata: \{"error":[^\n]*\})$/;
+
+// The message of an error body: Shoal's `{"error": "..."}`, or on the OpenAI routes OpenAI's
+// `{"error": {"message", "type", "param", "code"}}`; undefined for any other shape.
+function errorMessage(body: unknown, openAIShape: boolean): string | undefined {
+  if (body === null || typeof body !== "object" || Object.keys(body).join() !== "error") return undefined;
+  const error = (body as { error: unknown }).error;
+  if (!openAIShape) return typeof error === "string" ? error : undefined;
+  if (error === null || typeof error !== "object") return undefined;
+  const { message, type, param, code } = error as Record<string, unknown>;
+  return Object.keys(error).sort().join() === "code,message,param,type" && typeof message === "string" && typeof type === "string" && param === null && (typeof code === "string" || code === null) ? message : undefined;
+}
+
+// The OpenAI routes answer errors in OpenAI's shape.
+function openAI(req: FuzzRequest): boolean {
+  const path = pathOf(req);
+  return path === "/v1" || path.startsWith("/v1/");
+}
 
 // What is wrong with a streamed body read to its end: bad framing, or an error event other
 // than a deadline's. Undefined for a body that is not a stream.
@@ -93,7 +110,16 @@ function streamProblem(type: string | undefined, body: string): string | undefin
   } else {
     return undefined;
   }
-  const error = errors.find((e) => !/^\{"error":"request timeout: /.test(e));
+  const error = errors.find((e) => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(e);
+    } catch {
+      return true;
+    }
+    const message = errorMessage(parsed, false) ?? errorMessage(parsed, true);
+    return message === undefined || !message.startsWith("request timeout: ");
+  });
   return error === undefined ? undefined : `a stream that failed: ${error}`;
 }
 
