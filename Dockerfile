@@ -15,7 +15,10 @@ FROM ${BASE} AS deps
 WORKDIR /app
 ENV ONNXRUNTIME_NODE_INSTALL=skip NPM_CONFIG_UPDATE_NOTIFIER=false
 COPY package.json package-lock.json .npmrc ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# onnxruntime-node ships its native library for every platform: keep this one's.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
+ && ort=node_modules/onnxruntime-node/bin/napi-v6 \
+ && find "$ort" -mindepth 2 -maxdepth 2 -type d ! -path "$ort/$(node -p process.platform)/$(node -p process.arch)" -exec rm -rf {} +
 
 # The compiled JavaScript: the compiler and Node's types only (the lock file's versions), not the
 # development dependencies the tests and benchmarks need.
