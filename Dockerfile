@@ -21,20 +21,21 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
  && find "$ort" -mindepth 2 -maxdepth 2 -type d ! -path "$ort/$(node -p process.platform)/$(node -p process.arch)" -exec rm -rf {} +
 
 # The compiled JavaScript: the compiler and Node's types only (the lock file's versions), not the
-# development dependencies the tests and benchmarks need.
+# development dependencies the tests and benchmarks need. Then the package as npm would publish
+# it (package.json's "files": dist/ and the other files it ships), unpacked in /package.
 FROM deps AS build
 RUN mkdir /tools && cd /tools && npm install --no-save --no-package-lock --ignore-scripts --no-audit --no-fund \
       "typescript@$(node -p "require('/app/package-lock.json').packages['node_modules/typescript'].version")" \
       "@types/node@$(node -p "require('/app/package-lock.json').packages['node_modules/@types/node'].version")"
-COPY tsconfig.json tsconfig.build.json ./
-COPY src ./src
-RUN /tools/node_modules/.bin/tsc -p tsconfig.build.json --typeRoots /tools/node_modules/@types
+COPY . ./
+RUN /tools/node_modules/.bin/tsc -p tsconfig.build.json --typeRoots /tools/node_modules/@types \
+ && npm pack --ignore-scripts --pack-destination /tmp >/dev/null \
+ && mkdir /package && tar -xzf /tmp/shoal-*.tgz -C /package --strip-components=1
 
 FROM ${BASE}
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
-COPY --from=build /app/dist ./dist
-COPY package.json ./
+COPY --from=build /package/ ./
 # The modules of a mounted model repository, and server scripts copied into the image, import
 # "shoal" from wherever they are: Node looks for it in /node_modules last.
 RUN mkdir -p /node_modules /models && ln -s /app /node_modules/shoal

@@ -59,6 +59,7 @@ describe("the Helm chart and the manifests", () => {
       defaults: ["Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"],
       "configmap-keda.yaml": ["ConfigMap", "Deployment", "PodDisruptionBudget", "ScaledObject", "Secret", "Service", "ServiceAccount", "ServiceMonitor"],
       "existing-objects.yaml": ["Deployment", "Service"],
+      "image-models.yaml": ["Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"],
       "init-hpa.yaml": ["Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Service", "ServiceAccount"],
     });
   });
@@ -100,6 +101,9 @@ describe("the Helm chart and the manifests", () => {
     assert.doesNotMatch(service, /name: grpc/);
     assert.doesNotMatch(big, /SHOAL_GRPC_PORT/);
     assert.match(defaults, /name: SHOAL_GRPC_PORT\n\s+value: "8001"/);
+    const baked = await render(join(CHART, "ci", "image-models.yaml"));
+    assert.doesNotMatch(baked, /name: models/, "nothing hides the image's /models");
+    assert.match(baked, /image: "registry.example.com\/shoal-vad:2024-06"/);
     const keda = await render(join(CHART, "ci", "configmap-keda.yaml"));
     assert.match(keda, /query: "sum\(shoal_requests_in_flight\{namespace=\\"default\\",pod=~\\"shoal-.*\\"\}\)"/);
     assert.match(keda, /name: SHOAL_ADMIN_TOKEN_FILE\n\s+value: \/var\/run\/secrets\/shoal\/token/);
