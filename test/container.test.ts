@@ -202,7 +202,7 @@ describe("the container image", () => {
       if (!grpcListed) return t.skip("this build's `shoal serve --help` lists no --grpc-port: there is no gRPC service to call yet");
       const grpc = await import("@grpc/grpc-js");
       const loader = await import("@grpc/proto-loader");
-      const definition = loader.loadSync(fixture("grpc-predict-v2.proto"), { longs: Number, defaults: true });
+      const definition = loader.loadSync(fixture("grpc-predict-v2.proto"), { keepCase: true, longs: Number, defaults: true });
       const { inference } = grpc.loadPackageDefinition(definition) as unknown as { inference: { GRPCInferenceService: new (address: string, credentials: unknown) => Record<string, (request: unknown, callback: (err: Error | null, reply: any) => void) => void> & { close(): void } } };
       const stub = new inference.GRPCInferenceService(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
       const call = (method: string, request: unknown) => new Promise<any>((resolve, reject) => stub[method]!(request, (err, reply) => (err ? reject(err) : resolve(reply))));
