@@ -109,12 +109,13 @@ export async function helm(): Promise<Tool> {
 
 /** The manifest checker of deploy/check, built once per version of its sources. */
 export async function checker(): Promise<Tool> {
-  if (!(await found("go"))) return { skip: "Go is not installed, so the manifest checker (deploy/check) cannot be built" };
   const source = join(ROOT, "deploy", "check");
   const hash = createHash("sha256");
   for (const file of readdirSync(source).sort()) if (/\.(go|mod|sum)$/.test(file)) hash.update(file).update(readFileSync(join(source, file)));
   const path = join(CACHE, `check-${hash.digest("hex").slice(0, 16)}`);
-  if (!existsSync(path)) await run("go", ["build", "-o", path, "."], { cwd: source, env: goEnv() });
+  if (existsSync(path)) return { path };
+  if (!(await found("go"))) return { skip: "Go is not installed, so the manifest checker (deploy/check) cannot be built" };
+  await run("go", ["build", "-o", path, "."], { cwd: source, env: goEnv() });
   return { path };
 }
 
