@@ -176,7 +176,11 @@ describe("the container image", () => {
       grpcPort = await freePort();
       url = `http://127.0.0.1:${port}`;
       grpcListed = (await podman(["run", "--rm", "--network", "host", IMAGE, "serve", "--help"])).stdout.includes("--grpc-port");
+      // As the Helm chart runs it: a read-only root file system with an in-memory /tmp, no
+      // capability, no privilege escalation; process workers, whose sockets live in /tmp.
       container = await Container.start(`shoal-test-${process.pid}`, IMAGE, [
+        "--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+        "--env", "SHOAL_MODEL_ISOLATION=process",
         "--volume", `${EXAMPLE_MODELS}:/models:ro`,
         "--env", `SHOAL_PORT=${port}`, "--env", `SHOAL_GRPC_PORT=${grpcPort}`, "--env", "SHOAL_WORKERS=2", "--env", "SHOAL_ADDRESS=127.0.0.1",
       ]);
