@@ -80,6 +80,26 @@ describe("the Helm chart and the manifests", () => {
     }
   });
 
+  test("the checker fails on objects that do not agree: a Service, probe, mount, autoscaler or ServiceMonitor naming what is not there", async (t) => {
+    if (skipped(t, helmTool, check)) return;
+    const defaults = await render();
+    const plain = readFileSync(join(ROOT, "deploy", "k8s", "shoal.yaml"), "utf8");
+    const monitored = await render(join(CHART, "ci", "configmap-keda.yaml"));
+    for (const [yaml, from, to, error] of [
+      [defaults, "targetPort: http", "targetPort: web", /Service shoal: port http targets "web", which no container of Deployment shoal names/],
+      [defaults, "path: /healthz\n              port: http", "path: /healthz\n              port: metrics", /the liveness probe's port "metrics" is not one of its ports/],
+      [defaults, "- name: tmp\n              mountPath: /tmp", "- name: scratch\n              mountPath: /tmp", /container shoal mounts "scratch", which is not a volume of the pod/],
+      [defaults, "    matchLabels:\n      app.kubernetes.io/name: shoal\n      app.kubernetes.io/instance: shoal\n---", "    matchLabels:\n      app.kubernetes.io/name: shoal\n      app.kubernetes.io/instance: other\n---", /PodDisruptionBudget shoal selects no pod/],
+      [plain, "    kind: Deployment\n    name: shoal\n", "    kind: Deployment\n    name: shoal-old\n", /HorizontalPodAutoscaler shoal scales Deployment shoal-old, not a Deployment here/],
+      [monitored, "    - port: http\n", "    - port: metrics\n", /ServiceMonitor shoal scrapes port "metrics", which Service shoal does not name/],
+    ] as const) {
+      assert.ok(yaml.includes(from), from);
+      const { code, out } = await checked(yaml.replace(from, to));
+      assert.equal(code, 1, `${to}: ${out}`);
+      assert.match(out, error);
+    }
+  });
+
   test("the drain and the probes agree: grace period = preStop + timeout + margin, /readyz and /healthz on the http port", async (t) => {
     if (skipped(t, helmTool)) return;
     const defaults = await render();

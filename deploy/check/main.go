@@ -1,5 +1,6 @@
 // Command check decodes Kubernetes manifests strictly: every object of every YAML file given
-// must be of a known kind and decode into its Go API type with no unknown or duplicate field.
+// must be of a known kind and decode into its Go API type with no unknown or duplicate field, and
+// the objects of one file must agree with each other (see Consistent).
 // Kubernetes' own kinds decode into k8s.io/api, the Prometheus Operator's ServiceMonitor into its
 // API module, KEDA's ScaledObject into KEDA's. KServe's Go module is not served by the Go module
 // proxy, so KServe's kinds are checked against the OpenAPI models that KServe generates for its
@@ -44,14 +45,20 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
+		var objects []any
 		for i, doc := range documents(data) {
-			kind, err := Check(doc, kserve)
+			kind, object, err := Check(doc, kserve)
 			if err != nil {
 				failed++
 				fmt.Printf("FAIL %s#%d %s: %v\n", file, i+1, kind, err)
 				continue
 			}
+			objects = append(objects, object)
 			fmt.Printf("ok %s#%d %s\n", file, i+1, kind)
+		}
+		for _, err := range Consistent(objects) {
+			failed++
+			fmt.Printf("FAIL %s: %v\n", file, err)
 		}
 	}
 	if failed > 0 {
@@ -89,8 +96,9 @@ func documents(data []byte) [][]byte {
 	return docs
 }
 
-// Check decodes one object strictly and returns its "apiVersion/kind name".
-func Check(doc []byte, kserve *Models) (string, error) {
+// Check decodes one object strictly and returns its "apiVersion/kind name" and the object (nil
+// for a KServe object, which has no Go type here).
+func Check(doc []byte, kserve *Models) (string, any, error) {
 	var head struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
@@ -99,22 +107,23 @@ func Check(doc []byte, kserve *Models) (string, error) {
 		} `json:"metadata"`
 	}
 	if err := yaml.Unmarshal(doc, &head); err != nil {
-		return "?", fmt.Errorf("not YAML: %w", err)
+		return "?", nil, fmt.Errorf("not YAML: %w", err)
 	}
 	label := fmt.Sprintf("%s/%s %s", head.APIVersion, head.Kind, head.Metadata.Name)
 	if head.Metadata.Name == "" {
-		return label, errors.New("no metadata.name")
+		return label, nil, errors.New("no metadata.name")
 	}
 	gvk := head.APIVersion + "/" + head.Kind
 	if root, ok := kserveKinds[gvk]; ok {
 		if kserve == nil {
-			return label, errors.New("a KServe object, and no -kserve-wheel to check it against")
+			return label, nil, errors.New("a KServe object, and no -kserve-wheel to check it against")
 		}
-		return label, kserve.CheckObject(doc, root)
+		return label, nil, kserve.CheckObject(doc, root)
 	}
 	newObject, ok := kinds[gvk]
 	if !ok {
-		return label, fmt.Errorf("unknown kind %s (the checker knows %s)", gvk, strings.Join(known(), ", "))
+		return label, nil, fmt.Errorf("unknown kind %s (the checker knows %s)", gvk, strings.Join(known(), ", "))
 	}
-	return label, yaml.UnmarshalStrict(doc, newObject())
+	object := newObject()
+	return label, object, yaml.UnmarshalStrict(doc, object)
 }
