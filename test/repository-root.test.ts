@@ -1,10 +1,11 @@
 /**
  * A repository folder that is itself one model's folder, as KServe's storage initializer leaves
  * `/mnt/models`: a folder with a model-settings.json, or bare ONNX files (directly or in version
- * folders), served under `--model-name` or the name they carry.
+ * folders), served under `--model-name` or the name they carry; and a repository in the layout of
+ * a Kubernetes ConfigMap volume, as the Helm chart mounts one.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -77,6 +78,29 @@ describe("a repository that is one model's folder", () => {
       assert.equal(reply.status, 200, reply.text);
       assert.deepEqual(reply.json.outputs[0].shape, [1, 2]);
       assert.equal((await send(`${server.url}/v2/models/flat`)).status, 404);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("a repository laid out as a Kubernetes ConfigMap volume (entries that are symlinks into a ..data folder) is served", async () => {
+    const dir = folder("configmap");
+    // What the kubelet writes: the files in a timestamped folder, ..data pointing at it, and each
+    // top-level entry a symlink through ..data.
+    const stamped = join(dir, "..2026_12_01_12_00_00.000000001");
+    mkdirSync(join(stamped, "scale"), { recursive: true });
+    writeFileSync(join(stamped, "package.json"), '{"type": "module"}\n');
+    writeFileSync(join(stamped, "scale", "scale.ts"), `export { default } from ${JSON.stringify(pathToFileURL(fixture(join("models", "scale.ts"))).href)};\n`);
+    writeFileSync(join(stamped, "scale", "model-settings.json"), JSON.stringify({ name: "scale", runtime: "./scale.ts", parameters: { factor: 5 } }));
+    symlinkSync("..2026_12_01_12_00_00.000000001", join(dir, "..data"));
+    symlinkSync(join("..data", "scale"), join(dir, "scale"));
+    symlinkSync(join("..data", "package.json"), join(dir, "package.json"));
+    const server = await serveRepository(dir);
+    try {
+      const reply = await post(`${server.url}/v2/models/scale/infer`, { inputs: [X] });
+      assert.equal(reply.status, 200, reply.text);
+      assert.deepEqual(reply.json.outputs[0].data, [5, 10]);
+      assert.deepEqual((await post(`${server.url}/v2/repository/index`, {})).json, [{ name: "scale", state: "READY", reason: "" }]);
     } finally {
       await server.stop();
     }
