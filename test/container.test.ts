@@ -239,12 +239,13 @@ describe("the container image", () => {
       await signalled;
       const code = await container!.exitCode();
       const logs = await container!.logs();
-      assert.deepEqual(outcome.unanswered, [], `requests without an answer\n${logs}`);
+      const seen = `answers: ${[...outcome.statuses].map(([s, n]) => `${n} × ${s}`).join(", ")}; refused connections: ${outcome.refused}`;
+      assert.deepEqual(outcome.unanswered, [], `requests without an answer (${seen})\n${logs}`);
       assert.ok((outcome.statuses.get(200) ?? 0) >= 200, `answers: ${[...outcome.statuses]}`);
       assert.deepEqual([...outcome.statuses.keys()].filter((s) => s !== 200 && s !== 503), [], `statuses: ${[...outcome.statuses]}`);
       // Every client was stopped by the shutdown (a 503 while draining, or the port closed), none by its limit.
       assert.equal((outcome.statuses.get(503) ?? 0) + outcome.refused, clients.length, `statuses: ${[...outcome.statuses]}, refused: ${outcome.refused}`);
-      t.diagnostic(`answers: ${[...outcome.statuses].map(([s, n]) => `${n} × ${s}`).join(", ")}; refused connections: ${outcome.refused}`);
+      t.diagnostic(seen);
       assert.equal(code, 0, logs);
       assert.match(logs, /"signal":"SIGTERM".*"msg":"draining"/);
       assert.match(logs, /"msg":"stopped"/);

@@ -38,6 +38,8 @@ export interface Answered {
   answered(path: string, status: number, arrival: number): void;
   /** The task of an accepted request has settled. */
   released(task: Task): void;
+  /** The server is shutting down. */
+  readonly draining: boolean;
 }
 
 /** The answer side of one accepted request. */
@@ -60,6 +62,7 @@ export class Exchange implements Reply {
 
   send(body: Uint8Array, contentType: string, headers?: Record<string, string>): void {
     if (this.res.destroyed) return;
+    this.#lastIfDraining();
     const ms = performance.now() - this.arrival;
     this.res.writeHead(200, { ...headers, "content-type": contentType, "content-length": body.byteLength, "x-request-id": this.requestId, "server-timing": serverTiming(this.task, ms) });
     this.res.end(body);
@@ -67,8 +70,16 @@ export class Exchange implements Reply {
   }
 
   fail(error: ShoalError): void {
+    this.#lastIfDraining();
     const ms = performance.now() - this.arrival;
     this.#answered(error.status, sendError(this.res, this.requestId, error, { "server-timing": serverTiming(this.task, ms) }), ms);
+  }
+
+  // An answer given while the server drains says `connection: close` and ends its connection:
+  // a client that sent its next request on it could otherwise have it cut off as the server
+  // closes its connections.
+  #lastIfDraining(): void {
+    if (this.front.draining) this.res.shouldKeepAlive = false;
   }
 
   #answered(status: number, bytesOut: number, ms: number): void {
