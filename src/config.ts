@@ -27,6 +27,8 @@ export interface ServerConfig {
   dryRun: boolean;
   /** A model repository folder to serve with the V2 protocol, besides models added in code. */
   modelRepository: string | undefined;
+  /** The name of the model when the repository folder is itself one model's folder (KServe's `/mnt/models`). */
+  modelName: string | undefined;
   /** Workers of the shared pool that hosts the models. */
   workers: number;
   /** How the shared pool runs its workers: threads, or processes. */
@@ -94,6 +96,12 @@ function fraction(value: string): number {
   return n;
 }
 
+// A model name, as model-settings.json allows it.
+function modelName(value: string): string {
+  if (!/^[A-Za-z0-9_.-]+$/.test(value)) throw new InvalidArgumentError("expected letters, digits, '_', '.' and '-' only");
+  return value;
+}
+
 function metricPrefix(value: string): string {
   if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(value)) throw new InvalidArgumentError("expected letters, digits and underscores, not starting with a digit");
   return value;
@@ -117,6 +125,7 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--dry-run", "start one worker per stage, send each route's example through its pipeline, load every model once, print timings and exit").env("SHOAL_DRY_RUN").default(defaults.dryRun),
     new Option("--namespace <prefix>", "prefix of every Prometheus metric name").env("SHOAL_NAMESPACE").argParser(metricPrefix).default(defaults.namespace),
     new Option("--model-repository <dir>", "serve every model of this folder with the V2 protocol").env("SHOAL_MODEL_REPOSITORY").default(defaults.modelRepository),
+    new Option("--model-name <name>", "the model's name when --model-repository is itself one model's folder (default: its settings' name, else the folder's name)").env("SHOAL_MODEL_NAME").argParser(modelName).default(defaults.modelName),
     new Option("--workers <n>", "workers of the shared pool that hosts the models").env("SHOAL_WORKERS").argParser(integer(1)).default(defaults.workers),
     new Option("--model-isolation <kind>", "run the shared pool's workers as threads or processes").env("SHOAL_MODEL_ISOLATION").choices(["thread", "process"]).default(defaults.modelIsolation),
     new Option("--model-memory-bytes <bytes>", "what loaded models may cost together; the least recently used idle ones are evicted (0: no budget)").env("SHOAL_MODEL_MEMORY_BYTES").argParser(integer(0)).default(defaults.modelMemoryBytes),
@@ -154,6 +163,7 @@ export function defaultConfig(): ServerConfig {
     namespace: "shoal",
     dryRun: false,
     modelRepository: undefined,
+    modelName: undefined,
     workers: 1,
     modelIsolation: "thread",
     modelMemoryBytes: 0,
@@ -200,6 +210,7 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     namespace: o.namespace,
     dryRun: Boolean(o.dryRun),
     modelRepository: o.modelRepository,
+    modelName: o.modelName,
     workers: o.workers,
     modelIsolation: o.modelIsolation,
     modelMemoryBytes: o.modelMemoryBytes,

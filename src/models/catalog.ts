@@ -11,6 +11,8 @@ export interface ModelSources {
   repositories: string[];
   /** Settings given to `Server.addModel()`, with the folder of their files. */
   models: { settings: ModelSettings; dir: string }[];
+  /** The name of a model served from a repository folder that is itself one model's folder. */
+  modelName?: string | undefined;
 }
 
 /** One row of the repository index (`POST /v2/repository/index`). */
@@ -120,7 +122,7 @@ export class Catalog {
     const specs: ModelSpec[] = [];
     this.#broken = new Map();
     for (const root of this.sources.repositories) {
-      const { specs: found, errors } = scanRepository(root);
+      const { specs: found, errors } = scanRepository(root, this.sources.modelName);
       specs.push(...found);
       for (const error of errors) {
         this.logger.error(error.message);

@@ -1,12 +1,13 @@
 /**
  * The model repository: a folder with one folder per model, each holding a `model-settings.json`
- * and the model's files, in version folders (`1/`, `2/`) or directly. Every file the settings
- * name stays inside the model's folder once symlinks are resolved.
+ * and the model's files, in version folders (`1/`, `2/`) or directly; or a folder that is itself
+ * one model's folder, as KServe's storage initializer leaves `/mnt/models`. Every file the
+ * settings name stays inside the model's folder once symlinks are resolved.
  */
 import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
-import { isAbsolute, join, relative, resolve, sep } from "node:path";
+import { basename, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { pathToFileURL } from "node:url";
-import { SettingsError, readSettingsFile, resolveParameters, type ModelSettings, type TensorMetadata } from "./settings.js";
+import { SettingsError, parseSettings, readSettingsFile, resolveParameters, type ModelSettings, type TensorMetadata } from "./settings.js";
 
 /** The settings file of a model folder. */
 export const SETTINGS_FILE = "model-settings.json";
@@ -41,8 +42,14 @@ export interface Scan {
   errors: SettingsError[];
 }
 
-/** Reads every model folder of `root`. A broken folder is reported in `errors`; the others load. */
-export function scanRepository(root: string): Scan {
+/**
+ * Reads every model folder of `root`. A broken folder is reported in `errors`; the others load.
+ * A `root` that is itself a model folder is one model named `modelName` (by default, the name
+ * its settings give): one with a `model-settings.json`, or one with no settings and no model
+ * folders but `.onnx` files, directly or in version folders, served with the ONNX runtime and
+ * named after the folder by default.
+ */
+export function scanRepository(root: string, modelName?: string): Scan {
   const specs: ModelSpec[] = [];
   const errors: SettingsError[] = [];
   let entries: string[];
@@ -50,6 +57,10 @@ export function scanRepository(root: string): Scan {
     entries = readdirSync(root).sort();
   } catch (err) {
     throw new Error(`cannot read the model repository ${root}: ${(err as Error).message}`);
+  }
+  if (entries.includes(SETTINGS_FILE)) {
+    const file = join(root, SETTINGS_FILE);
+    return rootModel(root, file, modelName, () => readSettingsFile(file));
   }
   for (const entry of entries) {
     const folder = join(root, entry);
@@ -61,7 +72,31 @@ export function scanRepository(root: string): Scan {
       errors.push(new SettingsError(err instanceof SettingsError ? err.message : `${file}: ${(err as Error).message}`, entry));
     }
   }
+  if (specs.length === 0 && errors.length === 0 && holdsOnnx(root)) {
+    const name = modelName ?? basename(root);
+    return rootModel(root, root, modelName, () => parseSettings({ name, runtime: "onnx" }, `${root} (an ONNX model without ${SETTINGS_FILE})`));
+  }
   return { specs, errors };
+}
+
+// The one model whose folder is the repository's root, under the name asked for.
+function rootModel(root: string, source: string, modelName: string | undefined, read: () => ModelSettings): Scan {
+  let settings: ModelSettings | undefined;
+  try {
+    settings = read();
+    const named = modelName === undefined ? settings : { ...settings, name: modelName };
+    return { specs: specsOf(named, root, source), errors: [] };
+  } catch (err) {
+    const message = err instanceof SettingsError ? err.message : `${source}: ${(err as Error).message}`;
+    return { specs: [], errors: [new SettingsError(message, modelName ?? settings?.name ?? basename(root))] };
+  }
+}
+
+// Whether `dir` holds `.onnx` files, directly or in version folders.
+function holdsOnnx(dir: string): boolean {
+  const entries = readdirSync(dir, { withFileTypes: true });
+  if (entries.some((e) => !e.isDirectory() && e.name.endsWith(".onnx"))) return true;
+  return entries.some((e) => e.isDirectory() && /^\d+$/.test(e.name) && readdirSync(join(dir, e.name)).some((f) => f.endsWith(".onnx")));
 }
 
 /**

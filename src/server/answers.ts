@@ -45,6 +45,8 @@ export interface Answered {
   answered(path: string, status: number, arrival: number): void;
   /** The task of an accepted request has settled. */
   released(task: Task): void;
+  /** The server is shutting down. */
+  readonly draining: boolean;
 }
 
 /** The answer side of one accepted request. */
@@ -81,6 +83,7 @@ export class Exchange implements Reply {
     }
     if (this.res.destroyed) return;
     if (this.dialect?.answer !== undefined) body = this.dialect.answer(body);
+    this.#lastIfDraining();
     const ms = performance.now() - this.arrival;
     this.res.writeHead(200, { ...headers, "content-type": contentType, "content-length": body.byteLength, "x-request-id": this.requestId, "server-timing": serverTiming(this.task, ms) });
     this.res.end(body);
@@ -88,6 +91,7 @@ export class Exchange implements Reply {
   }
 
   fail(error: ShoalError): void {
+    this.#lastIfDraining();
     const ms = performance.now() - this.arrival;
     if (this.#streaming !== undefined) {
       this.#endStream(error);
@@ -111,6 +115,7 @@ export class Exchange implements Reply {
     const options = this.stream!;
     const { task } = this;
     clearTimeout(this.timer);
+    this.#lastIfDraining();
     this.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `the stream did not end within ${options.timeoutMs} ms`)), Math.max(0, options.deadline - performance.now()));
     this.#streaming = new StreamAnswer(this.res, task, options, this.requestId, this.arrival, this.dialect);
     return this.#streaming;
@@ -121,6 +126,13 @@ export class Exchange implements Reply {
     this.#ended = true;
     stream.end(error);
     this.#answered(200, stream.bytes, performance.now() - this.arrival);
+  }
+
+  // An answer given while the server drains says `connection: close` and ends its connection:
+  // a client that sent its next request on it could otherwise have it cut off as the server
+  // closes its connections.
+  #lastIfDraining(): void {
+    if (this.front.draining) this.res.shouldKeepAlive = false;
   }
 
   #answered(status: number, bytesOut: number, ms: number): void {

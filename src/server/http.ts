@@ -163,11 +163,20 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     for (const task of this.#accepted) task.fail(error);
   }
 
-  /** Closes every connection and releases the port. */
-  close(): Promise<void> {
+  /**
+   * Releases the port and closes every connection: idle ones at once, one with an answer still
+   * going out once it is sent (answers given while draining end their connection), and any
+   * left after `lingerMs`. Cutting off an answer being written would reset the connection, and
+   * the client could lose the answer.
+   */
+  close(lingerMs = 1000): Promise<void> {
     return new Promise((resolve) => {
-      this.#server.close(() => resolve());
-      this.#server.closeAllConnections();
+      const timer = setTimeout(() => this.#server.closeAllConnections(), lingerMs);
+      this.#server.close(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.#server.closeIdleConnections();
     });
   }
 

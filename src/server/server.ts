@@ -180,7 +180,7 @@ export class Server {
   // Every source of models, or undefined when there is none.
   #modelSources(config: ServerConfig): ModelSources | undefined {
     const repositories = config.modelRepository === undefined ? this.#models.repositories : [...this.#models.repositories, resolve(config.modelRepository)];
-    return repositories.length === 0 && this.#models.models.length === 0 ? undefined : { repositories, models: this.#models.models };
+    return repositories.length === 0 && this.#models.models.length === 0 ? undefined : { repositories, models: this.#models.models, modelName: config.modelName };
   }
 
   async #start(config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<AddressInfo> {

@@ -1,0 +1,72 @@
+/**
+ * The example model repository, examples/models, served as the README says
+ * (`shoal serve --model-repository examples/models`): Silero VAD stepped frame by frame over
+ * examples/hello.wav with the V2 protocol, its probabilities turned into speech segments by the
+ * module-runtime model, whose two versions differ as their settings say.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { EXAMPLE_MODELS, helloSamples, speechProbabilities } from "./deploy-helpers.js";
+import { post, type ServerProcess } from "./helpers.js";
+import { serveRepository } from "./model-helpers.js";
+
+describe("examples/models: the example model repository", () => {
+  let server: ServerProcess;
+
+  before(async () => {
+    server = await serveRepository(EXAMPLE_MODELS, ["--workers", "2"]);
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("every model version of the repository is ready", async () => {
+    const index = await post(`${server.url}/v2/repository/index`, {});
+    assert.deepEqual(index.json, [
+      { name: "silero-vad", version: "1", state: "READY", reason: "" },
+      { name: "speech-segments", version: "1", state: "READY", reason: "" },
+      { name: "speech-segments", version: "2", state: "READY", reason: "" },
+    ]);
+  });
+
+  test("Silero VAD finds the speech in examples/hello.wav, and speech-segments cuts it out", async () => {
+    const probabilities = await speechProbabilities(server.url, helloSamples());
+    // 2.7 s of audio: 0.6 s of silence, "Hello from Shoal." for 1.5 s, 0.6 s of silence.
+    assert.equal(probabilities.length, 29);
+    assert.ok(Math.max(...probabilities.slice(0, 4)) < 0.1, `silence at the start: ${probabilities}`);
+    assert.ok(Math.max(...probabilities) > 0.9, `speech somewhere: ${probabilities}`);
+    const segments = async (version: string) => {
+      const reply = await post(`${server.url}/v2/models/speech-segments/versions/${version}/infer`, {
+        inputs: [{ name: "probabilities", datatype: "FP32", shape: [probabilities.length], data: probabilities }],
+      });
+      assert.equal(reply.status, 200, reply.text);
+      const [start, end] = reply.json.outputs as { data: number[] }[];
+      return start!.data.map((s, i) => ({ start: s, end: end!.data[i]! }));
+    };
+    const tuned = await segments("2");
+    assert.equal(tuned.length, 1, JSON.stringify(tuned));
+    assert.ok(tuned[0]!.start >= 0.4 && tuned[0]!.start <= 0.9 && tuned[0]!.end >= 1.5 && tuned[0]!.end <= 2.3, JSON.stringify(tuned));
+    const plain = await segments("1");
+    assert.ok(plain.length >= 1, JSON.stringify(plain));
+    assert.ok(plain.every((s) => s.start >= tuned[0]!.start - 1e-6 && s.end <= tuned[0]!.end + 1e-6), "version 1 cuts within version 2's segment");
+  });
+
+  test("the two versions differ as their settings say: hysteresis and a minimum length in version 2", async () => {
+    const probabilities = [0.1, 0.9, 0.4, 0.9, 0.9, 0.2, 0.1, 0.6, 0.1, 0.1];
+    const cut = async (version: string) => {
+      const reply = await post(`${server.url}/v2/models/speech-segments/versions/${version}/infer`, {
+        inputs: [{ name: "probabilities", datatype: "FP32", shape: [probabilities.length], data: probabilities }],
+      });
+      assert.equal(reply.status, 200, reply.text);
+      return (reply.json.outputs as { data: number[] }[]).map((o) => o.data.map((s) => Math.round(s * 1000)));
+    };
+    assert.deepEqual(await cut("1"), [[96, 288, 672], [192, 480, 768]]);
+    assert.deepEqual(await cut("2"), [[96], [480]]);
+    const bad = await post(`${server.url}/v2/models/speech-segments/infer`, {
+      parameters: { frame_seconds: -1 },
+      inputs: [{ name: "probabilities", datatype: "FP32", shape: [1], data: [0.5] }],
+    });
+    assert.equal(bad.status, 400, bad.text);
+    assert.match(bad.text, /frame_seconds/);
+  });
+});
