@@ -137,12 +137,11 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     this.#draining = true;
     if (this.#inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => {
-      // What is still unanswered then (a stream, which may run for --stream-timeout, say) gets a
-      // 503, or its stream an error event, and its generator is aborted, rather than holding its
-      // worker and the exit.
+      // What is unanswered then (a stream, say) gets a 503 or an error event, and its generator
+      // is aborted, rather than holding its worker and the exit for up to --stream-timeout.
       const timer = setTimeout(() => {
         this.#drained = undefined;
-        for (const task of this.#accepted) task.fail(new ShoalError("SHUTTING_DOWN", "the server is shutting down"));
+        this.abandon(new ShoalError("SHUTTING_DOWN", "the server is shutting down"));
         resolve();
       }, timeoutMs);
       this.#drained = () => {
@@ -165,9 +164,8 @@ export class HttpFront implements Intake, Answered, BuiltinState {
 
   /**
    * Releases the port and closes every connection: idle ones at once, one with an answer still
-   * going out once it is sent (answers given while draining end their connection), and any
-   * left after `lingerMs`. Cutting off an answer being written would reset the connection, and
-   * the client could lose the answer.
+   * going out once it is sent (answers given while draining end their connection), and any left
+   * after `lingerMs`: cutting off an answer being written would reset the connection.
    */
   close(lingerMs = 1000): Promise<void> {
     return new Promise((resolve) => {
