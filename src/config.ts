@@ -5,6 +5,8 @@ import { Command, InvalidArgumentError, Option } from "commander";
 export interface ServerConfig {
   /** TCP port (0 picks a free one). */
   port: number;
+  /** TCP port of the V2 gRPC service (0: no gRPC service). */
+  grpcPort: number;
   /** Address to listen on. */
   address: string;
   /** Each request's deadline from arrival, queueing included, in ms. */
@@ -102,6 +104,7 @@ function metricPrefix(value: string): string {
 function flags(defaults: ServerConfig): Option[] {
   return [
     new Option("--port <number>", "TCP port to listen on (0: any free port)").env("SHOAL_PORT").argParser(integer(0, 65535)).default(defaults.port),
+    new Option("--grpc-port <number>", "TCP port of the V2 gRPC service, served when there are models (0: none)").env("SHOAL_GRPC_PORT").argParser(integer(0, 65535)).default(defaults.grpcPort),
     new Option("--address <host>", "address to listen on").env("SHOAL_ADDRESS").default(defaults.address),
     new Option("--timeout <ms>", "deadline of each request from its arrival, queueing included").env("SHOAL_TIMEOUT").argParser(integer(1)).default(defaults.timeoutMs),
     new Option("--capacity <items>", "most items each stage may hold queued; more get 429").env("SHOAL_CAPACITY").argParser(integer(1)).default(defaults.capacity),
@@ -137,6 +140,7 @@ function flags(defaults: ServerConfig): Option[] {
 export function defaultConfig(): ServerConfig {
   return {
     port: 8000,
+    grpcPort: 8001,
     address: "0.0.0.0",
     timeoutMs: 3000,
     capacity: 1024,
@@ -181,6 +185,7 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
   const o = command.opts();
   return {
     port: o.port,
+    grpcPort: o.grpcPort,
     address: o.address,
     timeoutMs: o.timeout,
     capacity: o.capacity,

@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from "node:net";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { Metrics } from "../metrics/registry.js";
+import type { Metrics, Protocol } from "../metrics/registry.js";
 import { Task, type Step } from "../scheduling/task.js";
 import { AccessPolicy, corsScope, isPreflight, type CorsScope } from "./access.js";
 import { AccessLog } from "./access-log.js";
@@ -39,10 +39,23 @@ export interface Intake {
   unexpected(err: unknown, res: ServerResponse, requestId: string): void;
   /** Runs a callback of a request's under {@link Intake.unexpected}. */
   guard(res: ServerResponse, requestId: string, fn: () => void): void;
+  /** An empty share of the budget of request body bytes, for a body read by another front (gRPC). */
+  hold(): Hold;
+  /** Counts the task of a request taken by another front as in flight and queues it; the error is why it was refused. */
+  admit(task: Task): ShoalError | undefined;
+  /** Counts an answer to a request of `path`. */
+  answered(path: string, status: number, arrival: number, protocol?: Protocol): void;
+  /** The task of an accepted request has settled. */
+  released(task: Task): void;
 }
 
 // A client's request id is echoed only when it is short and printable; otherwise we make one.
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
+
+/** The id of a request: the client's `x-request-id` when it is short and printable, else a new one. */
+export function requestIdOf(header: unknown): string {
+  return typeof header === "string" && REQUEST_ID.test(header) ? header : randomUUID();
+}
 
 /**
  * The HTTP front: routing, body limits, deadlines, and the answer to every request. It never
@@ -171,8 +184,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   }
 
   #handle(req: IncomingMessage, res: ServerResponse): void {
-    const header = req.headers["x-request-id"];
-    const requestId = typeof header === "string" && REQUEST_ID.test(header) ? header : randomUUID();
+    const requestId = requestIdOf(req.headers["x-request-id"]);
     const connection = Connection.of(req.socket);
     const arrival = connection === undefined ? performance.now() : connection.received({ req, res, requestId });
     // A socket error after the answer started (a client gone mid-write) must not become an
@@ -281,9 +293,18 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     if (this.accessLog?.sampled()) this.accessLog.write(res.req, { requestId, status: error.status, durationMs: performance.now() - arrival, bytesIn, bytesOut, route: path, steps });
   }
 
-  /** Counts an answer to a request of `path`. */
-  answered(path: string, status: number, arrival: number): void {
-    this.metrics.answered(path, status, performance.now() - arrival);
+  answered(path: string, status: number, arrival: number, protocol: Protocol = "http"): void {
+    this.metrics.answered(path, status, performance.now() - arrival, protocol);
+  }
+
+  hold(): Hold {
+    return this.#budget.hold();
+  }
+
+  admit(task: Task): ShoalError | undefined {
+    this.#accepted.add(task);
+    this.#inFlight++;
+    return this.#abandoned ?? task.start();
   }
 
   #accept(path: string, steps: readonly Step[], req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, body: Body, hold: Hold): void {
@@ -297,11 +318,9 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     const exchange = new Exchange(this, path, arrival, res, requestId, hold, body.bytes.byteLength);
     const task = new Task(steps, meta, arrival + timeoutMs, body.bytes, body.transfer, exchange);
     exchange.task = task;
-    this.#accepted.add(task);
-    this.#inFlight++;
     exchange.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));
     res.on("close", () => task.drop());
-    const refused = this.#abandoned ?? task.start();
+    const refused = this.admit(task);
     if (refused !== undefined) task.fail(refused);
   }
 

@@ -22,6 +22,7 @@ import { threadChannel } from "../workers/thread-channel.js";
 import { ApiDocs } from "./docs.js";
 import { dryRun } from "./dry-run.js";
 import { ServerHealth } from "./health.js";
+import { GrpcFront } from "./grpc.js";
 import { HttpFront, type Intake } from "./http.js";
 import { V2Handler } from "./v2-http.js";
 import { appInfo, openApiDocument } from "./openapi.js";
@@ -177,13 +178,26 @@ export class Server {
     const modelPool = models === undefined ? undefined : this.#modelPool(config, logger, metrics, restarts);
     const docs = new ApiDocs();
     let v2: ((intake: Intake) => V2Handler) | undefined;
+    let handler: V2Handler | undefined;
     if (modelPool !== undefined) {
       const catalog = new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
       catalog.register();
-      v2 = (intake) => new V2Handler(catalog, () => health.notReady(), intake);
+      v2 = (intake) => (handler = new V2Handler(catalog, () => health.notReady(), intake));
     }
     front = new HttpFront(routes, config, health, metrics, docs, logger, v2);
     const address = await front.listen();
+    // The V2 protocol over gRPC too, for the same models, when there are models and a port for it.
+    const grpc = handler !== undefined && config.grpcPort > 0 ? new GrpcFront(handler, config, logger) : undefined;
+    if (grpc !== undefined) {
+      try {
+        const port = await grpc.listen();
+        logger.info({ address: config.address, grpcPort: port }, `gRPC listening on ${config.address}:${port}`);
+      } catch (err) {
+        grpc.close();
+        await front.close();
+        throw err;
+      }
+    }
     logger.info(
       {
         address: address.address,
@@ -194,13 +208,14 @@ export class Server {
       `listening on http://${address.address}:${address.port}`,
     );
     const pools = [...stages.map((s) => s.pool), ...(modelPool === undefined ? [] : [modelPool])];
-    this.#handleSignals(front, pools, config, logger);
+    this.#handleSignals(front, grpc, pools, config, logger);
     try {
       await Promise.all([...stages.map((s) => s.pool.start()), modelPool?.start()]);
     } catch (err) {
       // Giving up: what was accepted meanwhile is answered before the process exits.
       front.abandon(new ShoalError("NOT_READY", "the server could not start"));
       await Promise.all(pools.map((pool) => pool.close()));
+      grpc?.close();
       await front.close();
       throw err;
     }
@@ -251,7 +266,7 @@ export class Server {
     });
   }
 
-  #handleSignals(front: HttpFront, pools: { close(): Promise<void> }[], config: ServerConfig, logger: Logger): void {
+  #handleSignals(front: HttpFront, grpc: GrpcFront | undefined, pools: { close(): Promise<void> }[], config: ServerConfig, logger: Logger): void {
     let stopping = false;
     const stop = async (signal: NodeJS.Signals) => {
       if (stopping) {
@@ -260,8 +275,11 @@ export class Server {
       }
       stopping = true;
       logger.info({ signal, inFlight: front.inFlight }, "draining");
-      await front.drain(config.timeoutMs);
+      const drained = front.drain(config.timeoutMs);
+      grpc?.drain();
+      await drained;
       await Promise.all(pools.map((pool) => pool.close()));
+      grpc?.close();
       await front.close();
       // The counts of collapsed error lines still pending.
       logger.flush();

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { ShoalError } from "../errors.js";
 import type { Catalog } from "../models/catalog.js";
 import type { ModelVersion } from "../models/model-version.js";
+import type { TensorMetadata } from "../v2/types.js";
 import { CONTROL_PATH } from "./access.js";
 import { sendError, sendJson } from "./answers.js";
 import { readBody } from "./body.js";
@@ -16,8 +17,8 @@ const MODEL_PATH = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?(?:\/(ready|in
 // Control bodies (the index's `{"ready": true}`) are small; anything larger is refused.
 const CONTROL_BODY_BYTES = 64 * 1024;
 
-/** `GET /v2`: this server's name, Shoal's version, and the extensions. */
-const SERVER_METADATA = {
+/** `GET /v2` (and gRPC's ServerMetadata): this server's name, Shoal's version, and the extensions. */
+export const SERVER_METADATA = {
   name: "shoal",
   version: (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version,
   extensions: EXTENSIONS,
@@ -117,25 +118,22 @@ export class V2Handler implements Delegate {
     } else if (action === "stats") {
       ok({ model_stats: [model.stats.report(model.spec.name, model.spec.version)] });
     } else {
-      ok(this.#metadata(model));
+      ok(modelMetadata(this.catalog, model));
     }
   }
 
-  // Model metadata, as its workers reported it when they last loaded it.
-  #metadata(model: ModelVersion): unknown {
-    const metadata = model.metadata;
-    if (metadata === undefined) throw new ShoalError("NOT_READY", `model ${model.label} has not loaded yet: ${model.reason}`);
-    const versions = this.catalog.pool.versions().filter((m) => m.spec.name === model.spec.name && m.spec.version !== "" && m.state !== "unloaded");
-    return { name: model.spec.name, versions: versions.map((m) => m.spec.version), platform: metadata.platform, inputs: metadata.inputs, outputs: metadata.outputs };
+  /** A model version's canonical inference path: its requests are answered and counted under it, whatever way they came. */
+  inferPath(model: ModelVersion): string {
+    let path = this.#paths.get(model.label);
+    if (path === undefined) this.#paths.set(model.label, (path = `/v2/models/${model.spec.name}${model.spec.version === "" ? "" : `/versions/${model.spec.version}`}/infer`));
+    return path;
   }
 
   #infer(req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, name: string, version: string | undefined): void {
     // The model is looked up first, so that an unknown one is a 404 whatever the method.
     const model = this.catalog.find(name, version);
     // One path (and one metric series) per model version, however its path was spelt.
-    let path = this.#paths.get(model.label);
-    if (path === undefined) this.#paths.set(model.label, (path = `/v2/models/${model.spec.name}${model.spec.version === "" ? "" : `/versions/${model.spec.version}`}/infer`));
-    this.front.accept(path, [model], req, res, requestId, arrival);
+    this.front.accept(this.inferPath(model), [model], req, res, requestId, arrival);
   }
 
   // Reads a small JSON control body (empty is `{}`) and hands it over.
@@ -162,6 +160,14 @@ export class V2Handler implements Delegate {
       (close) => sendError(res, requestId, new ShoalError("BODY_TOO_LARGE", `the limit is ${CONTROL_BODY_BYTES} bytes`), close ? { connection: "close" } : undefined),
     );
   }
+}
+
+/** Model metadata, as its workers reported it when they last loaded it; 503 before it has loaded. */
+export function modelMetadata(catalog: Catalog, model: ModelVersion): { name: string; versions: string[]; platform: string; inputs: TensorMetadata[]; outputs: TensorMetadata[] } {
+  const metadata = model.metadata;
+  if (metadata === undefined) throw new ShoalError("NOT_READY", `model ${model.label} has not loaded yet: ${model.reason}`);
+  const versions = catalog.pool.versions().filter((m) => m.spec.name === model.spec.name && m.spec.version !== "" && m.state !== "unloaded");
+  return { name: model.spec.name, versions: versions.map((m) => m.spec.version), platform: metadata.platform, inputs: metadata.inputs, outputs: metadata.outputs };
 }
 
 /** A 405, with the methods the path takes for its `Allow` header. */
