@@ -80,8 +80,8 @@ export class GrpcFront {
     this.#server.addService(definition[SERVICE] as ServiceDefinition, handlers);
     this.#health.addToServer(this.#server);
     new ReflectionService(definition).addToServer(this.#server);
-    this.#poll = setInterval(() => this.#refresh(), HEALTH_POLL_MS).unref();
-    this.#refresh();
+    this.#poll = setInterval(() => this.refresh(), HEALTH_POLL_MS).unref();
+    this.refresh();
   }
 
   /** Starts listening on `--grpc-port`; rejects with a one-line message when the port cannot be had. */
@@ -98,7 +98,7 @@ export class GrpcFront {
 
   /** Draining: health checks say NOT_SERVING; inference calls are refused UNAVAILABLE by the intake. */
   drain(): void {
-    this.#refresh();
+    this.refresh();
   }
 
   /** Ends every call and releases the port. */
@@ -111,8 +111,8 @@ export class GrpcFront {
     return this.v2.front.draining ? "shutting down" : this.v2.notReady();
   }
 
-  // Health checking follows readiness; watchers hear of changes only.
-  #refresh(): void {
+  /** Health checking follows readiness (looked at every second, and when told); watchers hear of changes only. */
+  refresh(): void {
     const status: ServingStatus = this.#notReady() === undefined ? "SERVING" : "NOT_SERVING";
     if (status === this.#status) return;
     this.#status = status;

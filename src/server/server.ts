@@ -221,6 +221,7 @@ export class Server {
     }
     // Every stage has reported its content-type and schemas by now.
     docs.publish(openApiDocument([...routes.values()], appInfo(mainModuleUrl()), metrics.contentType));
+    grpc?.refresh();
     logger.info("ready");
     return address;
   }
