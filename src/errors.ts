@@ -36,6 +36,7 @@ export const ERRORS = {
   FORWARD_TIMEOUT: { status: 408, prefix: "forward timeout", grpc: "DEADLINE_EXCEEDED" },
   BODY_TOO_LARGE: { status: 413, prefix: "request body is too large", grpc: "RESOURCE_EXHAUSTED" },
   HEADERS_TOO_LARGE: { status: 431, prefix: "request headers are too large", grpc: "RESOURCE_EXHAUSTED" },
+  UNSUPPORTED_ENCODING: { status: 415, prefix: "unsupported media type", grpc: "INVALID_ARGUMENT" },
   VALIDATION: { status: 422, prefix: "request validation error", grpc: "INVALID_ARGUMENT" },
   QUEUE_FULL: { status: 429, prefix: "too many requests", grpc: "RESOURCE_EXHAUSTED" },
   SERVER: { status: 500, prefix: "internal error", grpc: "INTERNAL" },

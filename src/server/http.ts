@@ -13,6 +13,7 @@ import { discardBounds, receiveBody, type Body } from "./body.js";
 import { ByteBudget, type Hold } from "./budget.js";
 import { serveBuiltin, type BuiltinState, type Health } from "./builtin.js";
 import { answerClientError, httpLimits, type ClientError } from "./client-errors.js";
+import { decodeBody } from "./compression.js";
 import { Connection, type Linger } from "./connection.js";
 import type { ApiDocs } from "./docs.js";
 import type { Route } from "./route.js";
@@ -275,11 +276,14 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     receiveBody(req, {
       limit: this.#config.maxRequestSize,
       hold,
-      done: (body) =>
-        this.guard(res, requestId, () => {
-          if (body.bytes.byteLength === 0) this.#refuse(path, steps, arrival, res, requestId, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
-          else this.#accept(path, steps, req, res, requestId, arrival, body, hold);
-        }),
+      done: (sent) =>
+        decodeBody(req.headers["content-encoding"], sent, this.#config.maxRequestSize, hold, (body, error) =>
+          this.guard(res, requestId, () => {
+            if (body === undefined) this.#refuse(path, steps, arrival, res, requestId, error!, undefined, hold);
+            else if (body.bytes.byteLength === 0) this.#refuse(path, steps, arrival, res, requestId, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
+            else this.#accept(path, steps, req, res, requestId, arrival, body, hold);
+          }),
+        ),
       refused: (error, close) => this.guard(res, requestId, () => this.#refuse(path, steps, arrival, res, requestId, error, close ? { connection: "close" } : undefined, hold)),
     });
   }
