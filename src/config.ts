@@ -104,7 +104,7 @@ function metricPrefix(value: string): string {
 function flags(defaults: ServerConfig): Option[] {
   return [
     new Option("--port <number>", "TCP port to listen on (0: any free port)").env("SHOAL_PORT").argParser(integer(0, 65535)).default(defaults.port),
-    new Option("--grpc-port <number>", "TCP port of the V2 gRPC service, served when there are models (0: none)").env("SHOAL_GRPC_PORT").argParser(integer(0, 65535)).default(defaults.grpcPort),
+    new Option("--grpc-port <number>", "TCP port of the V2 gRPC service, served when there are models or routes served as models (0: none)").env("SHOAL_GRPC_PORT").argParser(integer(0, 65535)).default(defaults.grpcPort),
     new Option("--address <host>", "address to listen on").env("SHOAL_ADDRESS").default(defaults.address),
     new Option("--timeout <ms>", "deadline of each request from its arrival, queueing included").env("SHOAL_TIMEOUT").argParser(integer(1)).default(defaults.timeoutMs),
     new Option("--capacity <items>", "most items each stage may hold queued; more get 429").env("SHOAL_CAPACITY").argParser(integer(1)).default(defaults.capacity),

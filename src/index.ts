@@ -4,6 +4,7 @@
  * @packageDocumentation
  */
 export { Server, type ServerOptions } from "./server/server.js";
+export type { RouteModelOptions } from "./server/route-model.js";
 export { Worker, type WorkerClass, type RequestMeta } from "./worker.js";
 export { ModelWorker, type ModelInput, type ModelOutput, type ModelTensor } from "./model-worker.js";
 export { SettingsError, type ModelSettingsInput as ModelSettings } from "./models/settings.js";

@@ -6,7 +6,6 @@
  */
 import type { Metadata, ServerDuplexStream, ServerUnaryCall, sendUnaryData } from "@grpc/grpc-js";
 import { ShoalError } from "../errors.js";
-import type { Catalog } from "../models/catalog.js";
 import { Task, type Reply } from "../scheduling/task.js";
 import type { Hold } from "./budget.js";
 import { grpcError } from "./grpc-status.js";
@@ -62,10 +61,6 @@ export class GrpcInference {
     readonly timeoutMs: number,
   ) {}
 
-  get #catalog(): Catalog {
-    return this.v2.catalog;
-  }
-
   /** ModelInfer: one request, one answer. */
   unary(call: ServerUnaryCall<InferRequestMessage, InferResponseMessage>, callback: sendUnaryData<InferResponseMessage>): void {
     const requestId = requestIdOf(call.metadata.get("x-request-id")[0]);
@@ -116,8 +111,8 @@ export class GrpcInference {
     let path = "/v2/models/infer";
     try {
       if (this.v2.front.draining) throw new ShoalError("SHUTTING_DOWN", "the server is shutting down");
-      const model = this.#catalog.find(request.model_name, request.model_version === "" ? undefined : request.model_version);
-      path = this.v2.inferPath(model);
+      const target = this.v2.find(request.model_name, request.model_version === "" ? undefined : request.model_version);
+      path = this.v2.inferPath(target);
       const { bytes, headerLength } = requestBody(request);
       const hold = this.v2.front.hold();
       if (!hold.take(bytes.byteLength)) throw new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
@@ -126,7 +121,7 @@ export class GrpcInference {
       const timeoutMs = Math.min(this.timeoutMs, callMs);
       const answer = new GrpcAnswer(this.v2.front, path, arrival, hold, deliver);
       const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(headerLength) }, deadline: Date.now() + timeoutMs, route: path };
-      const task = new Task([model], meta, arrival + timeoutMs, bytes, [bytes.buffer as ArrayBuffer], answer);
+      const task = new Task(this.v2.stepsOf(target), meta, arrival + timeoutMs, bytes, [bytes.buffer as ArrayBuffer], answer);
       answer.task = task;
       answer.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${Math.max(0, Math.round(timeoutMs))} ms`)), Math.max(0, timeoutMs));
       const refused = this.v2.front.admit(task);

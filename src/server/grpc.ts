@@ -11,11 +11,11 @@ import { fileURLToPath } from "node:url";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { ModelVersion } from "../models/model-version.js";
 import { GrpcInference } from "./grpc-infer.js";
 import { modelConfig } from "./grpc-config.js";
 import { grpcError } from "./grpc-status.js";
-import { modelMetadata, SERVER_METADATA, type V2Handler } from "./v2-http.js";
+import { RouteModel } from "./route-model.js";
+import { SERVER_METADATA, type V2Handler } from "./v2-http.js";
 
 /** The folder of the `.proto` files, shipped in the package. */
 export const PROTO_DIR = fileURLToPath(new URL("../../proto/", import.meta.url));
@@ -48,22 +48,32 @@ export class GrpcFront {
     const definition = loadProtos();
     this.#server = new GrpcServer({ "grpc.max_receive_message_length": config.maxRequestSize });
     const inference = new GrpcInference(v2, config.timeoutMs);
-    const catalog = v2.catalog;
-    const find = (name: string, version: string): ModelVersion => catalog.find(name, version === "" ? undefined : version);
+    const find = (name: string, version: string) => v2.find(name, version === "" ? undefined : version);
+    const repository = (name: string) => {
+      if (v2.catalog === undefined) throw new ShoalError("NOT_FOUND", `model '${name}'`);
+      return v2.catalog;
+    };
     const unary: Record<string, Unary> = {
       ServerLive: () => ({ live: true }),
       ServerReady: () => ({ ready: this.#notReady() === undefined }),
-      ModelReady: ({ request }) => ({ ready: find(request.name, request.version).ready }),
-      ServerMetadata: () => SERVER_METADATA,
-      ModelMetadata: ({ request }) => modelMetadata(catalog, find(request.name, request.version)),
-      ModelConfig: ({ request }) => ({ config: modelConfig(find(request.name, request.version)) }),
-      ModelStatistics: ({ request }) => {
-        const models = request.name === "" ? catalog.pool.versions() : [find(request.name, request.version)];
-        return { model_stats: models.map((m) => m.stats.report(m.spec.name, m.spec.version)) };
+      ModelReady: ({ request }) => {
+        const target = find(request.name, request.version);
+        return { ready: target instanceof RouteModel ? target.notReady() === undefined : target.ready };
       },
-      RepositoryIndex: ({ request }) => ({ models: catalog.index(request.ready === true).map((e) => ({ ...e, version: e.version ?? "" })) }),
-      RepositoryModelLoad: (call) => this.#control(call, (name) => catalog.load(name)),
-      RepositoryModelUnload: (call) => this.#control(call, (name) => catalog.unload(name)),
+      ServerMetadata: () => SERVER_METADATA,
+      ModelMetadata: ({ request }) => v2.metadataOf(find(request.name, request.version)),
+      ModelConfig: ({ request }) => {
+        const target = find(request.name, request.version);
+        // A model that has not loaded yet still has its configuration, without tensors.
+        return { config: modelConfig(target, target instanceof RouteModel || target.metadata !== undefined ? v2.metadataOf(target) : undefined) };
+      },
+      ModelStatistics: ({ request }) => {
+        const models = request.name === "" ? (v2.catalog?.pool.versions() ?? []) : [find(request.name, request.version)];
+        return { model_stats: models.flatMap((m) => (m instanceof RouteModel ? [] : [m.stats.report(m.spec.name, m.spec.version)])) };
+      },
+      RepositoryIndex: ({ request }) => ({ models: (v2.catalog?.index(request.ready === true) ?? []).map((e) => ({ ...e, version: e.version ?? "" })) }),
+      RepositoryModelLoad: (call) => this.#control(call, (name) => repository(name).load(name)),
+      RepositoryModelUnload: (call) => this.#control(call, (name) => repository(name).unload(name)),
     };
     const handlers: UntypedServiceImplementation = {
       ModelInfer: (call: ServerUnaryCall<any, any>, callback: sendUnaryData<any>) => this.#guard(callback, () => inference.unary(call, callback)),

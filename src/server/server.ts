@@ -24,6 +24,7 @@ import { dryRun } from "./dry-run.js";
 import { ServerHealth } from "./health.js";
 import { GrpcFront } from "./grpc.js";
 import { HttpFront, type Intake } from "./http.js";
+import { checkRouteModel, RouteModel, type RouteModelOptions } from "./route-model.js";
 import { V2Handler } from "./v2-http.js";
 import { appInfo, openApiDocument } from "./openapi.js";
 
@@ -61,6 +62,7 @@ export class Server {
   readonly #defaults: ServerOptions;
   readonly #specs: StageSpec[] = [];
   readonly #models: ModelSources = { repositories: [], models: [] };
+  readonly #routeModels: { route: string; options: RouteModelOptions }[] = [];
 
   constructor(defaults: ServerOptions = {}) {
     this.#defaults = defaults;
@@ -78,6 +80,29 @@ export class Server {
     const name = `${worker.name}_${this.#specs.length + 1}`;
     this.#specs.push({ cls: worker, name, options: resolveStageOptions(name, options) });
     workerContext()?.stages.push(worker);
+    return this;
+  }
+
+  /**
+   * Serves a route of stages as a V2 model too, over REST (`/v2/models/{name}/infer`) and gRPC:
+   * its first stage receives each V2 request's tensors as an object with a field per input (a
+   * one-element tensor as its element, text for BYTES, numbers, booleans, nested arrays by shape),
+   * and its last stage's output object is answered as one output tensor per field (text as BYTES,
+   * numbers as FP64, booleans as BOOL, arrays of them by their nesting, anything else as JSON text).
+   * Model metadata shows the declared `inputs` and `outputs`, or tensors read from the stages' input
+   * and output schemas. Throws a `TypeError` for invalid options; a route no stage serves stops
+   * `run()`.
+   *
+   * @example
+   * ```ts
+   * server.appendWorker(Tokenize, { route: "/classify" });
+   * server.appendWorker(Classify, { route: "/classify", maxBatchSize: 16 });
+   * server.exposeRoute("/classify", { name: "classifier" });
+   * ```
+   */
+  exposeRoute(route: string, options: RouteModelOptions): this {
+    checkRouteModel(route, options);
+    this.#routeModels.push({ route, options });
     return this;
   }
 
@@ -177,12 +202,18 @@ export class Server {
     const { stages, routes } = this.#build(config, logger, metrics, restarts);
     const modelPool = models === undefined ? undefined : this.#modelPool(config, logger, metrics, restarts);
     const docs = new ApiDocs();
+    const routeModels = new Map<string, RouteModel>();
+    for (const { route, options } of this.#routeModels) {
+      const served = routes.get(route);
+      if (served === undefined) throw new Error(`exposeRoute(${JSON.stringify(route)}): no stage serves that route`);
+      routeModels.set(options.name, new RouteModel(options, served, () => health.notReady()));
+    }
     let v2: ((intake: Intake) => V2Handler) | undefined;
     let handler: V2Handler | undefined;
-    if (modelPool !== undefined) {
-      const catalog = new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
-      catalog.register();
-      v2 = (intake) => (handler = new V2Handler(catalog, () => health.notReady(), intake));
+    if (modelPool !== undefined || routeModels.size > 0) {
+      const catalog = modelPool === undefined ? undefined : new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
+      catalog?.register();
+      v2 = (intake) => (handler = new V2Handler(catalog, routeModels, () => health.notReady(), intake));
     }
     front = new HttpFront(routes, config, health, metrics, docs, logger, v2);
     const address = await front.listen();

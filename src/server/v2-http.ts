@@ -3,11 +3,13 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { ShoalError } from "../errors.js";
 import type { Catalog } from "../models/catalog.js";
 import type { ModelVersion } from "../models/model-version.js";
+import type { Step } from "../scheduling/task.js";
 import type { TensorMetadata } from "../v2/types.js";
 import { CONTROL_PATH } from "./access.js";
 import { sendError, sendJson } from "./answers.js";
 import { readBody } from "./body.js";
 import type { Delegate, Intake } from "./http.js";
+import { RouteModel } from "./route-model.js";
 
 /** What `GET /v2` lists: the protocol extensions this server speaks. */
 export const EXTENSIONS = ["binary_tensor_data", "model_repository", "model_configuration", "statistics"] as const;
@@ -36,7 +38,10 @@ export class V2Handler implements Delegate {
   readonly #paths = new Map<string, string>();
 
   constructor(
-    readonly catalog: Catalog,
+    /** The models of the shared pool, when there are any. */
+    readonly catalog: Catalog | undefined,
+    /** Routes of stages served as V2 models, by name. */
+    readonly routeModels: ReadonlyMap<string, RouteModel>,
     /** Why the server is not ready, or undefined. */
     readonly notReady: () => string | undefined,
     /** What the HTTP front lends: accepting an inference request, and its guards. */
@@ -73,12 +78,12 @@ export class V2Handler implements Delegate {
     }
     if (path === "/v2/models/stats") {
       get(req, path);
-      ok({ model_stats: this.catalog.pool.versions().map((m) => m.stats.report(m.spec.name, m.spec.version)) });
+      ok({ model_stats: (this.catalog?.pool.versions() ?? []).map((m) => m.stats.report(m.spec.name, m.spec.version)) });
       return;
     }
     if (path === "/v2/repository/index") {
       post(req, path);
-      this.#control(req, res, requestId, (body) => ok(this.catalog.index(body.ready === true)));
+      this.#control(req, res, requestId, (body) => ok(this.catalog?.index(body.ready === true) ?? []));
       return;
     }
     const repository = CONTROL_PATH.exec(path);
@@ -91,8 +96,9 @@ export class V2Handler implements Delegate {
       }
       const [, name, action] = repository as unknown as [string, string, "load" | "unload"];
       const model = decodeSegment(name);
+      const catalog = this.#repository(model);
       this.#control(req, res, requestId, () => {
-        (action === "load" ? this.catalog.load(model) : this.catalog.unload(model)).then(
+        (action === "load" ? catalog.load(model) : catalog.unload(model)).then(
           () => ok({}),
           (err: unknown) => (err instanceof ShoalError ? sendError(res, requestId, err) : this.front.unexpected(err, res, requestId)),
         );
@@ -109,7 +115,16 @@ export class V2Handler implements Delegate {
       return;
     }
     get(req, path);
-    const model = this.catalog.find(name, version);
+    const target = this.find(name, version);
+    if (target instanceof RouteModel) {
+      if (action === "ready") {
+        const reason = target.notReady();
+        if (reason !== undefined) throw new ShoalError("NOT_READY", reason);
+        ok({ name, ready: true });
+      } else ok(action === "config" ? target.config() : action === "stats" ? { model_stats: [] } : target.metadata());
+      return;
+    }
+    const model = target;
     if (action === "ready") {
       if (!model.ready) throw new ShoalError("NOT_READY", `model ${model.label} is not ready: ${model.reason}`);
       ok({ name, ready: true });
@@ -118,12 +133,37 @@ export class V2Handler implements Delegate {
     } else if (action === "stats") {
       ok({ model_stats: [model.stats.report(model.spec.name, model.spec.version)] });
     } else {
-      ok(modelMetadata(this.catalog, model));
+      ok(this.metadataOf(model));
     }
   }
 
-  /** A model version's canonical inference path: its requests are answered and counted under it, whatever way they came. */
-  inferPath(model: ModelVersion): string {
+  /** The model version `version` of `name` (its default version when undefined), or the route served as model `name`; 404 when there is none. */
+  find(name: string, version: string | undefined): ModelVersion | RouteModel {
+    const routeModel = this.routeModels.get(name);
+    if (routeModel !== undefined) return routeModel.version(version);
+    return this.#repository(name).find(name, version);
+  }
+
+  /** Model metadata of a model version or of a route served as a model. */
+  metadataOf(target: ModelVersion | RouteModel): ReturnType<RouteModel["metadata"]> {
+    return target instanceof RouteModel ? target.metadata() : modelMetadata(this.catalog!, target);
+  }
+
+  /** The steps an inference request for it takes: the model version, or the route's stages. */
+  stepsOf(target: ModelVersion | RouteModel): readonly Step[] {
+    return target instanceof RouteModel ? target.route.stages : [target];
+  }
+
+  // The catalog, for a request about model `name`: without one, no such model.
+  #repository(name: string): Catalog {
+    if (this.catalog === undefined) throw new ShoalError("NOT_FOUND", `model '${name}'`);
+    return this.catalog;
+  }
+
+  /** A model's canonical inference path: its requests are answered and counted under it, whatever way they came. */
+  inferPath(target: ModelVersion | RouteModel): string {
+    if (target instanceof RouteModel) return target.path;
+    const model = target;
     let path = this.#paths.get(model.label);
     if (path === undefined) this.#paths.set(model.label, (path = `/v2/models/${model.spec.name}${model.spec.version === "" ? "" : `/versions/${model.spec.version}`}/infer`));
     return path;
@@ -131,9 +171,9 @@ export class V2Handler implements Delegate {
 
   #infer(req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, name: string, version: string | undefined): void {
     // The model is looked up first, so that an unknown one is a 404 whatever the method.
-    const model = this.catalog.find(name, version);
+    const target = this.find(name, version);
     // One path (and one metric series) per model version, however its path was spelt.
-    this.front.accept(this.inferPath(model), [model], req, res, requestId, arrival);
+    this.front.accept(this.inferPath(target), this.stepsOf(target), req, res, requestId, arrival);
   }
 
   // Reads a small JSON control body (empty is `{}`) and hands it over.

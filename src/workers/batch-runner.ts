@@ -4,6 +4,7 @@ import { parseItem, toJsonSchema, type Schema } from "../schema.js";
 import type { RequestMeta, Worker, WorkerClass, WorkerLog } from "../worker.js";
 import type { BatchItem, BatchMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, StageBoot } from "./messages.js";
 import { transferablesOf } from "./transfer.js";
+import { decodeV2Item, encodeV2Answer, isV2Request, type V2Carried, type V2Reply } from "./v2-route.js";
 
 /** A result message and the buffers it moves. */
 export interface Outgoing {
@@ -39,6 +40,7 @@ export class BatchRunner<W extends Worker = Worker> {
   readonly #input: Schema | undefined;
   readonly #output: Schema | undefined;
   readonly #batched: boolean;
+  readonly #stage: boolean;
   // The first warm-up example as forward() received it (parsed), for --dry-run.
   #example: unknown;
   #metricsTimer: NodeJS.Timeout | undefined;
@@ -49,6 +51,8 @@ export class BatchRunner<W extends Worker = Worker> {
     readonly failures: Failures,
   ) {
     const cls = worker.constructor as WorkerClass;
+    // A stage's runner; a model's Worker speaks V2 in its own decode and encode.
+    this.#stage = failures === STAGE_FAILURES;
     this.#input = cls.input;
     this.#output = cls.output;
     this.#batched = cls.batched;
@@ -147,21 +151,33 @@ export class BatchRunner<W extends Worker = Worker> {
     const inputs: unknown[] = [];
     const metas: RequestMeta[] = [];
     const positions: number[] = [];
+    // The reply of each item that came as a V2 request for its route, by position in `inputs`.
+    const replies: (V2Reply | undefined)[] = [];
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
+      let value = item.payload;
+      let reply: V2Reply | undefined;
       if (item.ingress) {
-        let input = this.#decode(item);
-        if (input.ok && this.#input !== undefined) input = await validate(this.#input, input.value);
-        if (!input.ok) {
-          results[i] = input;
+        const decoded = this.#decode(item);
+        if (!decoded.ok) {
+          results[i] = decoded;
           continue;
         }
-        inputs.push(input.value);
-      } else {
-        inputs.push(item.payload);
+        value = decoded.value;
       }
+      if (this.#stage && isV2Request(item.meta)) ({ v2Reply: reply, value } = value as V2Carried);
+      if (item.ingress && this.#input !== undefined) {
+        const parsed = await validate(this.#input, value);
+        if (!parsed.ok) {
+          results[i] = parsed;
+          continue;
+        }
+        value = parsed.value;
+      }
+      inputs.push(value);
       metas.push(item.meta);
       positions.push(i);
+      replies.push(reply);
     }
     const transfer = new Set<ArrayBuffer>();
     if (inputs.length > 0) {
@@ -182,14 +198,19 @@ export class BatchRunner<W extends Worker = Worker> {
       }
       for (let j = 0; j < outputs.length; j++) {
         const at = positions[j]!;
-        results[at] = this.#finish(outputs[j], items[at]!, transfer);
+        results[at] = this.#finish(outputs[j], items[at]!, transfer, replies[j]);
       }
     }
     return { message: { kind: "result", seq, results }, transfer: [...transfer] };
   }
 
+  // The Worker's decode, or for a V2 request the V2 codec's, its reply carried with the value.
   #decode(item: BatchItem): ItemResult {
     try {
+      if (this.#stage && isV2Request(item.meta)) {
+        const { item: value, reply } = decodeV2Item(item.payload as Uint8Array, item.meta, this.boot.limits);
+        return { ok: true, value: { v2Reply: reply, value } satisfies V2Carried };
+      }
       return { ok: true, value: this.worker.decode(item.payload as Uint8Array, item.meta) };
     } catch (err) {
       return { ok: false, error: errorToWire(err, this.failures.undecodable) };
@@ -213,8 +234,12 @@ export class BatchRunner<W extends Worker = Worker> {
     return outputs;
   }
 
-  #finish(output: unknown, { egress, meta }: BatchItem, transfer: Set<ArrayBuffer>): ItemResult {
+  #finish(output: unknown, { egress, meta }: BatchItem, transfer: Set<ArrayBuffer>, reply: V2Reply | undefined): ItemResult {
     if (output instanceof Error) return { ok: false, error: this.failures.failedItem(errorToWire(output)) };
+    if (reply !== undefined) {
+      if (egress) return v2Answer(output, reply, transfer);
+      output = { v2Reply: reply, value: output } satisfies V2Carried;
+    }
     if (!egress) {
       const own = transferablesOf(output);
       for (const buffer of own) transfer.add(buffer);
@@ -231,6 +256,18 @@ export class BatchRunner<W extends Worker = Worker> {
     } catch (err) {
       return { ok: false, error: errorToWire(err, "ENCODING") };
     }
+  }
+}
+
+// The answer to a V2 request for a route, from its last stage's output.
+function v2Answer(output: unknown, reply: V2Reply, transfer: Set<ArrayBuffer>): ItemResult {
+  try {
+    const { body, contentType, headerLength } = encodeV2Answer(output, reply);
+    const own = exclusive(body);
+    if (own.byteLength > 0) transfer.add(own.buffer as ArrayBuffer);
+    return { ok: true, value: own, contentType, ...(headerLength === undefined ? {} : { headers: { "inference-header-content-length": String(headerLength) } }) };
+  } catch (err) {
+    return { ok: false, error: errorToWire(err, "ENCODING") };
   }
 }
 
