@@ -105,7 +105,11 @@ async function run(ctx: ScenarioContext): Promise<void> {
       ensurePeers(root, log);
       const grpcPort = await freePort();
       const spec = mlserverSpec(root, join("bench", "peers", "mlserver_model"), { BENCH_MODEL: model, BENCH_INTRA_OP_THREADS: "1", MLSERVER_GRPC_PORT: String(grpcPort), MLSERVER_PARALLEL_WORKERS: String(WORKERS) }, { path: "/v2/models/mlp/infer", body: json.toString() });
-      mlserver = await startServer({ ...spec, name: "mlserver", port: await freePort(), cwd: root });
+      const port = await freePort();
+      // The spec's environment names the HTTP port ({port}) and asks for free ones ({free}).
+      const env: Record<string, string> = {};
+      for (const [k, v] of Object.entries(spec.env ?? {})) env[k] = v.replaceAll("{port}", String(port)).replace("{free}", String(await freePort()));
+      mlserver = await startServer({ ...spec, env, name: "mlserver", port, cwd: root });
       await measure("mlserver-grpc", () => grpcSender(`127.0.0.1:${grpcPort}`, INFER, grpcMessage));
     } catch (err) {
       skipped = `MLServer could not be measured: ${(err as Error).message.split("\n")[0]}`;
