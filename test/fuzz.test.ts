@@ -81,7 +81,7 @@ describe(`fuzz: ${COUNT} generated requests, seed ${SEED}`, () => {
     assert.deepEqual(failures(/^(?!no answer|5\d\d |\d+ answers to one request)/), []);
   });
 
-  test("every gRPC call ends with a status the error table maps to (or grpc-js's own for what it cannot parse)", () => {
+  test("every gRPC call ends with a status the error table maps to (or grpc-js's own for what it cannot inflate)", () => {
     assert.equal(grpcResult.count, Math.ceil(COUNT / 10));
     assert.deepEqual([...grpcResult.failures].map(([problem, examples]) => `${problem}, e.g. call #${examples[0]!.call.index}`), []);
   });

@@ -110,6 +110,12 @@ describe("the V2 gRPC service", () => {
     e = await infer({ inputs: [{ name: "x", datatype: "FP32", shape: [1] }], raw_input_contents: [fp32([1])], parameters: { fail: { string_param: "no thanks" } } });
     assert.equal(e.code, grpc.status.INVALID_ARGUMENT);
     assert.equal(e.details, "bad request: no thanks");
+    // A message that is not protobuf at all.
+    const raw = await new Promise<grpc.ServiceError | null>((resolve) =>
+      client.client.makeUnaryRequest("/inference.GRPCInferenceService/ModelInfer", (b: Buffer) => b, (b: Buffer) => b, Buffer.from([0xff, 0xff, 0xff]), (err: grpc.ServiceError | null) => resolve(err)),
+    );
+    assert.equal(raw?.code, grpc.status.INVALID_ARGUMENT);
+    assert.match(raw!.details, /^bad request: the message is not a valid ModelInferRequest: /);
     e = await client.error("ModelInfer", { model_name: "nope" });
     assert.equal(e.code, grpc.status.NOT_FOUND);
     assert.equal(e.details, "not found: model 'nope'");
@@ -160,10 +166,14 @@ describe("the V2 gRPC service", () => {
   });
 
   test("ModelStreamInfer: 100 requests on one stream, answered as they finish, an error in the stream", async () => {
-    const call = client.client.ModelStreamInfer();
+    // Messages serialized here, so that one may be bytes that are not protobuf.
+    const service = definition["inference.GRPCInferenceService"] as any;
+    const bytes = (b: Buffer) => b;
+    const raw = client.client.makeBidiStreamRequest("/inference.GRPCInferenceService/ModelStreamInfer", bytes, bytes, new grpc.Metadata());
+    const call = { write: (m: object | Buffer) => raw.write(Buffer.isBuffer(m) ? m : service.ModelStreamInfer.requestSerialize(m)), end: () => raw.end(), on: raw.on.bind(raw) };
     const answers: any[] = [];
     const done = new Promise<void>((resolve, reject) => {
-      call.on("data", (message: any) => answers.push(message));
+      call.on("data", (message: Buffer) => answers.push(service.ModelStreamInfer.responseDeserialize(message)));
       call.on("end", resolve);
       call.on("error", reject);
     });
@@ -172,15 +182,18 @@ describe("the V2 gRPC service", () => {
       call.write({ model_name: "echo", id: `s${i}`, parameters, inputs: [{ name: "x", datatype: "FP32", shape: [1] }], raw_input_contents: [fp32([i])] });
     }
     call.write({ model_name: "nope", id: "lost" });
+    // A message that is not protobuf: its error goes in the stream, which goes on.
+    call.write(Buffer.from([0xff, 0xff, 0xff]));
+    call.write({ model_name: "echo", id: "last", inputs: [{ name: "x", datatype: "FP32", shape: [1] }], raw_input_contents: [fp32([100])] });
     call.end();
     await done;
-    assert.equal(answers.length, 101);
-    const errors = answers.filter((a) => a.error_message !== "").map((a) => a.error_message).sort();
-    assert.deepEqual(errors, ["bad request: number fifty", "not found: model 'nope'"]);
+    assert.equal(answers.length, 103);
+    const errors = answers.filter((a) => a.error_message !== "").map((a) => a.error_message.replace(/: .*/s, "")).sort();
+    assert.deepEqual(errors, ["bad request", "bad request", "not found"]);
     const ok = answers.filter((a) => a.error_message === "").map((a) => a.infer_response);
-    assert.equal(ok.length, 99);
+    assert.equal(ok.length, 100);
     for (const response of ok) {
-      const i = Number(response.id.slice(1));
+      const i = response.id === "last" ? 100 : Number(response.id.slice(1));
       assert.deepEqual(readFp32(response.raw_output_contents[response.outputs.findIndex((o: any) => o.name === "x_out")]), [i]);
     }
   });

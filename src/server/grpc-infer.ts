@@ -8,6 +8,7 @@ import type { Metadata, ServerDuplexStream, ServerUnaryCall, sendUnaryData } fro
 import { ShoalError } from "../errors.js";
 import { Task, type Reply } from "../scheduling/task.js";
 import type { Hold } from "./budget.js";
+import { Undecodable } from "./grpc-decode.js";
 import { grpcError } from "./grpc-status.js";
 import { HEADER_LENGTH, requestBody, responseMessage, type InferRequestMessage, type InferResponseMessage } from "./grpc-tensors.js";
 import { requestIdOf, type Intake } from "./http.js";
@@ -64,6 +65,10 @@ export class GrpcInference {
   /** ModelInfer: one request, one answer. */
   unary(call: ServerUnaryCall<InferRequestMessage, InferResponseMessage>, callback: sendUnaryData<InferResponseMessage>): void {
     const requestId = requestIdOf(call.metadata.get("x-request-id")[0]);
+    if (call.request instanceof Undecodable) {
+      callback(grpcError(call.request.error, requestId));
+      return;
+    }
     const task = this.#enter(call.request, call.metadata, call.getDeadline(), requestId, (error, response) => {
       if (error === undefined) callback(null, response);
       else callback(grpcError(error, requestId));
@@ -82,8 +87,12 @@ export class GrpcInference {
     const finish = () => {
       if (ended && pending.size === 0 && !call.cancelled) call.end();
     };
-    call.on("data", (request: InferRequestMessage) => {
+    call.on("data", (request: InferRequestMessage | Undecodable) => {
       const requestId = requestIdOf(call.metadata.get("x-request-id")[0]);
+      if (request instanceof Undecodable) {
+        if (call.writable) call.write({ error_message: request.error.publicMessage });
+        return;
+      }
       let task: Task | undefined;
       task = this.#enter(request, call.metadata, call.getDeadline(), requestId, (error, response) => {
         if (task !== undefined) pending.delete(task);

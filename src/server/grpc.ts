@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { tolerant, Undecodable } from "./grpc-decode.js";
 import { GrpcInference } from "./grpc-infer.js";
 import { modelConfig } from "./grpc-config.js";
 import { grpcError } from "./grpc-status.js";
@@ -30,6 +31,7 @@ export function loadProtos(): PackageDefinition {
 }
 
 type Unary = (call: ServerUnaryCall<any, unknown>) => unknown;
+
 
 /** The V2 gRPC front. */
 export class GrpcFront {
@@ -82,12 +84,13 @@ export class GrpcFront {
     for (const [name, handler] of Object.entries(unary)) {
       handlers[name] = (call: ServerUnaryCall<any, unknown>, callback: sendUnaryData<unknown>) =>
         this.#guard(callback, () => {
+          if (call.request instanceof Undecodable) throw call.request.error;
           const result = handler(call);
           if (result instanceof Promise) result.then((value) => callback(null, value), (err: unknown) => this.#fail(callback, err));
           else callback(null, result);
         });
     }
-    this.#server.addService(definition[SERVICE] as ServiceDefinition, handlers);
+    this.#server.addService(tolerant(definition[SERVICE] as ServiceDefinition), handlers);
     this.#health.addToServer(this.#server);
     new ReflectionService(definition).addToServer(this.#server);
     this.#poll = setInterval(() => this.refresh(), HEALTH_POLL_MS).unref();

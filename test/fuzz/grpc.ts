@@ -7,7 +7,8 @@
  *
  * Every call must end with a status (none hangs, none resets) that the error table maps to, or
  * UNIMPLEMENTED for a method the service has not, or INTERNAL only as @grpc/grpc-js answers a
- * message it cannot parse or inflate; a stream's errors go in its messages.
+ * compressed message it cannot inflate; a stream's errors, an unreadable message's among them, go
+ * in its messages.
  */
 import * as grpc from "@grpc/grpc-js";
 import type { MethodDefinition } from "@grpc/proto-loader";
@@ -44,8 +45,9 @@ export interface GrpcOutcome {
 
 /** The codes a call may end with: OK, the error table's, UNIMPLEMENTED, and CANCELLED for a call the client gave up. */
 const ALLOWED = new Set<number>([grpc.status.OK, grpc.status.UNIMPLEMENTED, ...Object.values(ERRORS).map((e) => grpc.status[e.grpc])]);
-// INTERNAL as @grpc/grpc-js answers a message it cannot read: not a failure of Shoal's.
-const TRANSPORT_INTERNAL = /^(Error deserializing request|Failed to decompress message|Invalid grpc-timeout)/;
+// INTERNAL as @grpc/grpc-js answers a message it cannot inflate: not a failure of Shoal's. (One
+// that is not valid protobuf is Shoal's to answer: INVALID_ARGUMENT.)
+const TRANSPORT_INTERNAL = /^(Failed to decompress message|Invalid grpc-timeout)/;
 
 function elements(r: Random, field: string, n: number): unknown[] {
   return Array.from({ length: n }, () => {
