@@ -61,10 +61,10 @@ function elements(r: Random, field: string, n: number): unknown[] {
 
 // A ModelInferRequest near what the fuzz server's models take, then bent.
 function inferRequest(r: Random): object {
-  const model = r.weighted<string>([[6, "mlp"], [4, "upper"], [1, r.pick(["", "nope", "../mlp", "mlp\u0000", "x".repeat(300)])]]);
+  const model = r.weighted<string>([[6, "mlp"], [4, "upper"], [2, "pipeline"], [1, r.pick(["", "nope", "../mlp", "mlp\u0000", "x".repeat(300)])]]);
   const version = model === "mlp" && r.chance(0.3) ? r.pick(["1", "2", "3", ""]) : "";
   const n = r.skewed(0, 8);
-  const good = model === "upper" ? { name: "text", datatype: "BYTES", shape: [n] } : { name: "input", datatype: "FP32", shape: [n, 4] };
+  const good = model === "upper" ? { name: "text", datatype: "BYTES", shape: [n] } : model === "pipeline" ? { name: "n", datatype: "FP32", shape: [1] } : { name: "input", datatype: "FP32", shape: [n, 4] };
   const count = good.shape.reduce((a, b) => a * b, 1);
   const raw = r.chance(0.5);
   const input: Record<string, unknown> = { ...good };

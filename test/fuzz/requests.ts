@@ -170,8 +170,8 @@ function stageDraft(r: Random, route: keyof typeof STAGE_ROUTES, raw: boolean): 
 }
 
 function inferDraft(r: Random, binary: boolean, raw: boolean): Draft {
-  const model = r.weighted<string>([[8, "mlp"], [4, "upper"], [2, r.pick(MODEL_NAMES)]]);
-  const known = model === "mlp" || model === "upper";
+  const model = r.weighted<string>([[8, "mlp"], [4, "upper"], [2, "pipeline"], [2, r.pick(MODEL_NAMES)]]);
+  const known = model === "mlp" || model === "upper" || model === "pipeline";
   const version = model === "mlp" && r.chance(0.3) ? `/versions/${r.pick(["1", "2"])}` : "";
   const path = r.chance(0.85) ? `/v2/models/${known ? model : encodeURIComponent(model)}${version}/infer` : modelPath(r, raw, "infer");
   const v2 = v2Body(r, model, binary);

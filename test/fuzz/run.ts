@@ -145,6 +145,7 @@ const HEALTHY: { path: string; body: Uint8Array | string; type: string; headers?
   { path: "/v2/models/mlp/infer", body: '{"inputs": [{"name": "input", "datatype": "FP32", "shape": [2, 4], "data": [1, 2, 3, 4, 5, 6, 7, 8]}]}', type: "application/json" },
   { path: "/v2/models/mlp/versions/1/infer", body: '{"inputs": [{"name": "input", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3, 4]}]}', type: "application/json" },
   { path: "/v2/models/upper/infer", body: '{"inputs": [{"name": "text", "datatype": "BYTES", "shape": [2], "data": ["ab", "c"]}]}', type: "application/json" },
+  { path: "/v2/models/pipeline/infer", body: '{"inputs": [{"name": "n", "datatype": "FP32", "shape": [1], "data": [4]}]}', type: "application/json" },
 ];
 
 async function fetchText(url: string, init?: RequestInit): Promise<{ status: number; text: string }> {
