@@ -2,9 +2,10 @@
  * The standard Python clients of the V2 protocol, unchanged from PyPI, against `shoal serve
  * --model-repository` with gRPC on: tritonclient[grpc] (sync, async_infer, asyncio, a stream of
  * 100 requests, the repository, configuration, statistics and an error of each status),
- * tritonclient[http] with gzip both ways, and kserve's gRPC and REST clients. They are installed
- * into a virtual environment in the system's temporary folder; without Python or PyPI the test
- * is skipped, saying why, and so are kserve's clients when the package cannot be installed.
+ * tritonclient[http] with gzip both ways, kserve's gRPC and REST clients, and tritonclient calling a
+ * route of stages served as a V2 model. They are installed into a virtual environment in the
+ * system's temporary folder; without Python or PyPI the test is skipped, saying why, and so are
+ * kserve's clients when the package cannot be installed.
  */
 import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
@@ -13,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
-import { fixture, type ServerProcess } from "./helpers.js";
+import { fixture, startServer, type ServerProcess } from "./helpers.js";
 import { freePort } from "./grpc-helpers.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
 
@@ -109,4 +110,18 @@ describe("the Python clients of the V2 protocol", { skip: "skip" in clients ? cl
     const { stdout } = await promisify(execFile)(python, [fixture("kserve-clients.py"), "127.0.0.1", String(grpcPort), String(server.port)], { timeout: 120_000 });
     assert.deepEqual(JSON.parse(stdout), { grpc: [[1, 2]], grpc_live: true, grpc_ready: true, rest: [[1, 2]] });
   });
+
+  test("tritonclient calls a route of stages served as a V2 model, over gRPC and HTTP", async () => {
+    const { python } = clients as { python: string };
+    const port = await freePort();
+    const routes = await startServer(fixture("route-model.ts"), { args: ["--grpc-port", String(port)] });
+    try {
+      const { stdout } = await promisify(execFile)(python, [fixture("route-model-clients.py"), "127.0.0.1", String(port), String(routes.port)], { timeout: 60_000 });
+      const expected = { ready: true, upper: ["A", "PIPELINE", "FROM", "TRITONCLIENT"], count: [4], scaled: [6], long: [true] };
+      assert.deepEqual(JSON.parse(stdout), { grpc: expected, http: expected });
+    } finally {
+      await routes.stop();
+    }
+  });
 });
+
