@@ -8,6 +8,7 @@
  */
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { loadSync } from "@grpc/proto-loader";
 import { grpcSender, httpSender, runLoad, type LoadResult } from "../lib/loadgen.js";
 import { nodeVersions, cacheDir, ensureMlp, ensurePeers, mlserverSpec, peerVersions } from "../lib/peers.js";
@@ -26,6 +27,7 @@ const MAX_WAIT_MS = 5;
 const ALL = ["shoal-json", "shoal-binary", "shoal-grpc", "mlserver-grpc"] as const;
 type Contender = (typeof ALL)[number];
 const INFER = "/inference.GRPCInferenceService/ModelInfer";
+// The gRPC client takes messages of any size; the server's limit is --max-request-size.
 
 interface Cell extends LoadResult {
   server: Contender;
@@ -42,21 +44,32 @@ async function run(ctx: ScenarioContext): Promise<void> {
   for (const s of servers) if (!ALL.includes(s)) throw new Error(`unknown server '${s}'; known: ${ALL.join(", ")}`);
 
   const model = ensureMlp(root, `mlp-grpc-${size}`, shape, log);
-  // A repository of one model, the file copied in: a model's files stay inside its folder.
-  const repo = join(cacheDir(root), `grpc-repo-${size}`);
-  mkdirSync(join(repo, "mlp"), { recursive: true });
-  copyFileSync(model, join(repo, "mlp", "model.onnx"));
-  writeFileSync(join(repo, "mlp", "model-settings.json"), JSON.stringify({ name: "mlp", runtime: "onnx", maxBatchSize: MAX_BATCH, maxWaitMs: MAX_WAIT_MS }));
+  // With --tensor-kb, a tensor of that size to the sum model (one pass over it, no batching):
+  // what moving it costs, against a tensor of one element.
+  const tensorKb = values["tensor-kb"] === undefined ? undefined : Number(values["tensor-kb"]);
+  if (tensorKb !== undefined && !(tensorKb > 0)) throw new Error(`--tensor-kb must be a positive number, not '${values["tensor-kb"]}'`);
+  // A repository of one model, its files copied in: a model's files stay inside its folder.
+  const repo = join(cacheDir(root), tensorKb === undefined ? `grpc-repo-${size}` : "grpc-repo-sum");
+  const name = tensorKb === undefined ? "mlp" : "sum";
+  mkdirSync(join(repo, name), { recursive: true });
+  if (tensorKb === undefined) {
+    copyFileSync(model, join(repo, "mlp", "model.onnx"));
+    writeFileSync(join(repo, "mlp", "model-settings.json"), JSON.stringify({ name: "mlp", runtime: "onnx", maxBatchSize: MAX_BATCH, maxWaitMs: MAX_WAIT_MS }));
+  } else {
+    writeFileSync(join(repo, "sum", "sum-model.ts"), `export { default } from ${JSON.stringify(pathToFileURL(join(root, "bench", "servers", "sum-model.ts")).href)};\n`);
+    writeFileSync(join(repo, "sum", "model-settings.json"), JSON.stringify({ name: "sum", runtime: "./sum-model.ts" }));
+  }
 
-  // One request of each kind, for a row of the model's input.
-  const row = Float32Array.from({ length: shape.inputs }, (_, i) => ((i * 7) % 10) / 10);
-  const tensor = { name: "input", datatype: "FP32", shape: [1, shape.inputs] };
+  // One request of each kind: a row of the model's input, or the tensor of --tensor-kb.
+  const width = tensorKb === undefined ? shape.inputs : Math.round((tensorKb * 1024) / 4);
+  const row = Float32Array.from({ length: width }, (_, i) => ((i * 7) % 10) / 10);
+  const tensor = tensorKb === undefined ? { name: "input", datatype: "FP32", shape: [1, shape.inputs] } : { name: "x", datatype: "FP32", shape: [width] };
   const json = Buffer.from(JSON.stringify({ inputs: [{ ...tensor, data: [...row] }] }));
   const header = Buffer.from(JSON.stringify({ inputs: [{ ...tensor, parameters: { binary_data_size: row.byteLength } }], parameters: { binary_data_output: true } }));
   const binary = Buffer.concat([header, Buffer.from(row.buffer)]);
   const definition = loadSync("grpc_service.proto", { includeDirs: [join(root, "proto")], keepCase: true, longs: String, defaults: true, oneofs: true });
   const service = definition["inference.GRPCInferenceService"] as unknown as Record<string, { requestSerialize(m: object): Buffer }>;
-  const grpcMessage = service.ModelInfer!.requestSerialize({ model_name: "mlp", inputs: [tensor], raw_input_contents: [Buffer.from(row.buffer)] });
+  const grpcMessage = service.ModelInfer!.requestSerialize({ model_name: name, inputs: [tensor], raw_input_contents: [Buffer.from(row.buffer)] });
 
   const cells: Cell[] = [];
   const measure = async (server: Contender, make: (streams: number) => { send: () => Promise<boolean>; close(): void }) => {
@@ -80,15 +93,15 @@ async function run(ctx: ScenarioContext): Promise<void> {
     const spec: ServerSpec = {
       name: "shoal",
       script: "dist/cli/main.js",
-      args: ["serve", "--model-repository", repo, "--workers", String(WORKERS), "--grpc-port", String(grpcPort), "--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json"],
+      args: ["serve", "--model-repository", repo, "--workers", String(WORKERS), "--grpc-port", String(grpcPort), "--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json", "--max-request-size", String(64 * 1024 * 1024)],
       port: await freePort(),
       cwd: root,
-      probe: { path: "/v2/models/mlp/infer", body: json.toString() },
+      probe: { path: `/v2/models/${name}/infer`, body: json.toString() },
       startTimeoutMs: 120_000,
     };
     const shoal = await startServer(spec);
     try {
-      const url = `${shoal.url}/v2/models/mlp/infer`;
+      const url = `${shoal.url}/v2/models/${name}/infer`;
       for (const server of shoalWanted) {
         if (server === "shoal-json") await measure(server, (n) => httpSender(url, json, { "content-type": "application/json" }, n));
         if (server === "shoal-binary") await measure(server, (n) => httpSender(url, binary, { "content-type": "application/octet-stream", "inference-header-content-length": String(header.byteLength) }, n));
@@ -99,7 +112,10 @@ async function run(ctx: ScenarioContext): Promise<void> {
     }
   }
   let skipped: string | undefined;
-  if (servers.includes("mlserver-grpc")) {
+  if (servers.includes("mlserver-grpc") && tensorKb !== undefined) {
+    skipped = "MLServer's peer serves the MLP only: not measured with --tensor-kb";
+    log(skipped);
+  } else if (servers.includes("mlserver-grpc")) {
     let mlserver: RunningServer | undefined;
     try {
       ensurePeers(root, log);
@@ -118,7 +134,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
       await mlserver?.stop();
     }
   }
-  report(ctx, size, cells, skipped, root);
+  report(ctx, tensorKb === undefined ? size : `sum of a ${tensorKb} KiB FP32 tensor`, cells, skipped, root);
 }
 
 function report(ctx: ScenarioContext, size: string, cells: Cell[], skipped: string | undefined, root: string): void {
@@ -140,11 +156,12 @@ function report(ctx: ScenarioContext, size: string, cells: Cell[], skipped: stri
 export const scenario: Scenario = {
   name: "grpc",
   summary: "the same ONNX model over REST JSON, REST binary and gRPC (and MLServer's gRPC), 1..64 concurrent streams",
-  options: { model: { type: "string" }, streams: { type: "string" }, servers: { type: "string" } },
+  options: { model: { type: "string" }, streams: { type: "string" }, servers: { type: "string" }, "tensor-kb": { type: "string" } },
   help: {
     "model <size>": "small (256→512→10 MLP, default) or tiny",
     "streams <list>": "concurrent streams to measure at (default 1,2,4,8,16,32,64)",
     "servers <list>": `of ${ALL.join(", ")} (default all)`,
+    "tensor-kb <n>": "send an FP32 tensor of n KiB to a model that sums it (no batching) instead of a row to the MLP",
   },
   run,
 };
