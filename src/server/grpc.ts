@@ -11,9 +11,9 @@ import { fileURLToPath } from "node:url";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { modelConfig } from "./grpc-config.js";
 import { tolerant, Undecodable } from "./grpc-decode.js";
 import { GrpcInference } from "./grpc-infer.js";
-import { modelConfig } from "./grpc-config.js";
 import { grpcError } from "./grpc-status.js";
 import { RouteModel } from "./route-model.js";
 import { SERVER_METADATA, type V2Handler } from "./v2-http.js";
@@ -31,7 +31,6 @@ export function loadProtos(): PackageDefinition {
 }
 
 type Unary = (call: ServerUnaryCall<any, unknown>) => unknown;
-
 
 /** The V2 gRPC front. */
 export class GrpcFront {
