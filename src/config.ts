@@ -5,6 +5,8 @@ import { Command, InvalidArgumentError, Option } from "commander";
 export interface ServerConfig {
   /** TCP port (0 picks a free one). */
   port: number;
+  /** TCP port of the V2 gRPC service (0: no gRPC service). */
+  grpcPort: number;
   /** Address to listen on. */
   address: string;
   /** Each request's deadline from arrival, queueing included, in ms; for a stream, the deadline of its first chunk. */
@@ -114,6 +116,7 @@ function metricPrefix(value: string): string {
 function flags(defaults: ServerConfig): Option[] {
   return [
     new Option("--port <number>", "TCP port to listen on (0: any free port)").env("SHOAL_PORT").argParser(integer(0, 65535)).default(defaults.port),
+    new Option("--grpc-port <number>", "TCP port of the V2 gRPC service, served when there are models or routes served as models (0: none)").env("SHOAL_GRPC_PORT").argParser(integer(0, 65535)).default(defaults.grpcPort),
     new Option("--address <host>", "address to listen on").env("SHOAL_ADDRESS").default(defaults.address),
     new Option("--timeout <ms>", "deadline of each request from its arrival, queueing included (of a stream: its first chunk)").env("SHOAL_TIMEOUT").argParser(integer(1)).default(defaults.timeoutMs),
     new Option("--stream-timeout <ms>", "deadline of a stream, from the request's arrival to its last chunk").env("SHOAL_STREAM_TIMEOUT").argParser(integer(1)).default(defaults.streamTimeoutMs),
@@ -152,6 +155,7 @@ function flags(defaults: ServerConfig): Option[] {
 export function defaultConfig(): ServerConfig {
   return {
     port: 8000,
+    grpcPort: 8001,
     address: "0.0.0.0",
     timeoutMs: 3000,
     streamTimeoutMs: 300_000,
@@ -199,6 +203,7 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
   const o = command.opts();
   return {
     port: o.port,
+    grpcPort: o.grpcPort,
     address: o.address,
     timeoutMs: o.timeout,
     streamTimeoutMs: o.streamTimeout,

@@ -1,40 +1,51 @@
 /**
- * The one error table. Every HTTP status Shoal sends comes from here.
+ * The one error table. Every HTTP status and gRPC status Shoal sends comes from here.
  *
  * Errors cross thread and process boundaries as `{ code, message }` (structured clone drops the
  * class), and are rebuilt on the coordinator with {@link errorFromWire}, so this table stays the
  * only authority on status codes and message prefixes.
  */
 
-/** A row of the error table: the HTTP status and the prefix of the message sent to clients. */
+/**
+ * The gRPC status codes an error may be answered with (`@grpc/grpc-js` numbers them; the
+ * server's gRPC front maps the names).
+ */
+export type GrpcCode = "INVALID_ARGUMENT" | "UNAUTHENTICATED" | "PERMISSION_DENIED" | "NOT_FOUND" | "UNIMPLEMENTED" | "DEADLINE_EXCEEDED" | "ABORTED" | "RESOURCE_EXHAUSTED" | "INTERNAL" | "UNAVAILABLE";
+
+/**
+ * A row of the error table: the HTTP status, the gRPC status of the same failure, and the prefix
+ * of the message sent to clients.
+ */
 interface ErrorKind {
   readonly status: number;
+  readonly grpc: GrpcCode;
   readonly prefix: string;
 }
 
 /** Every failure Shoal knows, by code. */
 export const ERRORS = {
-  BAD_REQUEST: { status: 400, prefix: "bad request" },
-  DECODING: { status: 400, prefix: "decoding error" },
-  EMPTY_BODY: { status: 400, prefix: "bad request" },
-  UNAUTHORIZED: { status: 401, prefix: "unauthorized" },
-  FORBIDDEN: { status: 403, prefix: "forbidden" },
-  NOT_FOUND: { status: 404, prefix: "not found" },
-  METHOD_NOT_ALLOWED: { status: 405, prefix: "method not allowed" },
-  TIMEOUT: { status: 408, prefix: "request timeout" },
-  CONFLICT: { status: 409, prefix: "conflict" },
-  FORWARD_TIMEOUT: { status: 408, prefix: "forward timeout" },
-  BODY_TOO_LARGE: { status: 413, prefix: "request body is too large" },
-  HEADERS_TOO_LARGE: { status: 431, prefix: "request headers are too large" },
-  VALIDATION: { status: 422, prefix: "request validation error" },
-  QUEUE_FULL: { status: 429, prefix: "too many requests" },
-  SERVER: { status: 500, prefix: "internal error" },
-  ENCODING: { status: 500, prefix: "encoding error" },
-  INTERNAL: { status: 500, prefix: "inference internal error" },
-  WORKER_DIED: { status: 500, prefix: "worker died" },
-  SLOW_CLIENT: { status: 503, prefix: "stream backlog full" },
-  SHUTTING_DOWN: { status: 503, prefix: "service unavailable" },
-  NOT_READY: { status: 503, prefix: "service unavailable" },
+  BAD_REQUEST: { status: 400, prefix: "bad request", grpc: "INVALID_ARGUMENT" },
+  DECODING: { status: 400, prefix: "decoding error", grpc: "INVALID_ARGUMENT" },
+  EMPTY_BODY: { status: 400, prefix: "bad request", grpc: "INVALID_ARGUMENT" },
+  UNAUTHORIZED: { status: 401, prefix: "unauthorized", grpc: "UNAUTHENTICATED" },
+  FORBIDDEN: { status: 403, prefix: "forbidden", grpc: "PERMISSION_DENIED" },
+  NOT_FOUND: { status: 404, prefix: "not found", grpc: "NOT_FOUND" },
+  METHOD_NOT_ALLOWED: { status: 405, prefix: "method not allowed", grpc: "UNIMPLEMENTED" },
+  TIMEOUT: { status: 408, prefix: "request timeout", grpc: "DEADLINE_EXCEEDED" },
+  CONFLICT: { status: 409, prefix: "conflict", grpc: "ABORTED" },
+  FORWARD_TIMEOUT: { status: 408, prefix: "forward timeout", grpc: "DEADLINE_EXCEEDED" },
+  BODY_TOO_LARGE: { status: 413, prefix: "request body is too large", grpc: "RESOURCE_EXHAUSTED" },
+  HEADERS_TOO_LARGE: { status: 431, prefix: "request headers are too large", grpc: "RESOURCE_EXHAUSTED" },
+  UNSUPPORTED_ENCODING: { status: 415, prefix: "unsupported media type", grpc: "INVALID_ARGUMENT" },
+  VALIDATION: { status: 422, prefix: "request validation error", grpc: "INVALID_ARGUMENT" },
+  QUEUE_FULL: { status: 429, prefix: "too many requests", grpc: "RESOURCE_EXHAUSTED" },
+  SERVER: { status: 500, prefix: "internal error", grpc: "INTERNAL" },
+  ENCODING: { status: 500, prefix: "encoding error", grpc: "INTERNAL" },
+  INTERNAL: { status: 500, prefix: "inference internal error", grpc: "INTERNAL" },
+  WORKER_DIED: { status: 500, prefix: "worker died", grpc: "INTERNAL" },
+  SLOW_CLIENT: { status: 503, prefix: "stream backlog full", grpc: "UNAVAILABLE" },
+  SHUTTING_DOWN: { status: 503, prefix: "service unavailable", grpc: "UNAVAILABLE" },
+  NOT_READY: { status: 503, prefix: "service unavailable", grpc: "UNAVAILABLE" },
 } as const satisfies Record<string, ErrorKind>;
 
 /** The code of a row of {@link ERRORS}. */
@@ -57,6 +68,11 @@ export class ShoalError extends Error {
   /** The HTTP status of this error. */
   get status(): number {
     return ERRORS[this.code].status;
+  }
+
+  /** The gRPC status of this error, by name. */
+  get grpc(): GrpcCode {
+    return ERRORS[this.code].grpc;
   }
 
   /**

@@ -4,6 +4,7 @@
  * @packageDocumentation
  */
 export { Server, type ServerOptions } from "./server/server.js";
+export type { RouteModelOptions } from "./server/route-model.js";
 export { Worker, type WorkerClass, type RequestMeta, type StreamSettings } from "./worker.js";
 export { StepWorker, type StepResult } from "./step-worker.js";
 export { TextRequest, TextChunk, ChatMessage } from "./text-generation.js";

@@ -6,8 +6,8 @@ export const RESERVED_PATHS = ["/", "/metrics", "/healthz", "/readyz", "/openapi
 const routePath = z
   .string()
   .regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/, "a route is a path that starts with '/'")
-  .refine((p) => !(RESERVED_PATHS as readonly string[]).includes(p) && !p.startsWith("/docs/"), {
-    message: `reserved; ${RESERVED_PATHS.join(", ")} and /docs/… are the server's own`,
+  .refine((p) => !(RESERVED_PATHS as readonly string[]).includes(p) && !p.startsWith("/docs/") && p !== "/v2" && !p.startsWith("/v2/"), {
+    message: `reserved; ${RESERVED_PATHS.join(", ")}, /docs/… and /v2/… are the server's own`,
   });
 
 const stageOptionsSchema = z.strictObject({

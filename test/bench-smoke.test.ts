@@ -83,3 +83,28 @@ test("npm run bench -- generate runs both batchings and writes its results", () 
   }
   for (const file of ["generate.md", "generate-tokens.svg", "generate-ttft.svg"]) assert.ok(existsSync(join(dir, file)), `${file} written`);
 });
+
+// The gRPC scenario brings its own load generator: it needs no wrk.
+describe("benchmark smoke test: grpc (Shoal side only)", () => {
+  test("npm run bench -- grpc --servers shoal-json,shoal-binary,shoal-grpc writes its results", () => {
+    const dir = mkdtempSync(join(tmpdir(), "shoal-bench-grpc-"));
+    try {
+      const args = ["--import", "tsx", "bench/run.ts", "grpc", "--servers", "shoal-json,shoal-binary,shoal-grpc", "--model", "tiny", "--duration", "1", "--warmup", "1", "--streams", "1,8", "--results-dir", dir];
+      const run = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", timeout: 120_000 });
+      assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
+      const data = JSON.parse(readFileSync(join(dir, "grpc.json"), "utf8")) as { cells: { server: string; streams: number; requestsPerSec: number; errors: number }[] };
+      assert.deepEqual(
+        data.cells.map((c) => [c.server, c.streams]),
+        ["shoal-json", "shoal-binary", "shoal-grpc"].flatMap((server) => [[server, 1], [server, 8]]),
+      );
+      for (const cell of data.cells) {
+        assert.ok(cell.requestsPerSec > 0, `${cell.server} answered at ${cell.streams} streams`);
+        assert.equal(cell.errors, 0, `${cell.server}: no failed requests`);
+      }
+      assert.match(readFileSync(join(dir, "grpc.md"), "utf8"), /\| shoal-grpc \| 8 \|/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+

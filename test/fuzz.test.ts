@@ -1,13 +1,16 @@
 /**
  * The fuzz suite: tens of thousands of generated requests (test/fuzz/) against one server with
  * stages of every codec, a batching stage, a typed stage, a two-stage pipeline, streaming stages
- * (batched, and a StepWorker) and a model repository (ONNX and a module runtime). Seeded, so a failure names requests that can be sent
+ * (batched, and a StepWorker), the OpenAI routes and a model repository (ONNX and a module
+ * runtime, with the generate extension), compressed bodies among them, then a tenth as many
+ * gRPC calls to its V2 gRPC service. Seeded, so a failure names requests that can be sent
  * again (`npm run fuzz -- --seed S --only I`). FUZZ_COUNT and FUZZ_SEED change the run.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Outcome } from "./fuzz/client.js";
 import { Random } from "./fuzz/random.js";
+import { describeGrpcRun, runGrpcFuzz, type GrpcFuzzResult } from "./fuzz/grpc.js";
 import { generate, type FuzzRequest } from "./fuzz/requests.js";
 import { checkAfter, describeRun, FUZZ_TARGET, runFuzz, startFuzzServer, type FuzzResult, type FuzzServer } from "./fuzz/run.js";
 import { judge } from "./fuzz/verdict.js";
@@ -58,13 +61,15 @@ describe("the fuzz's own parts", () => {
 describe(`fuzz: ${COUNT} generated requests, seed ${SEED}`, () => {
   let server: FuzzServer;
   let result: FuzzResult;
+  let grpcResult: GrpcFuzzResult;
   let afterwards: string[];
 
   before(async () => {
     server = await startFuzzServer();
     result = await runFuzz({ port: server.server.port, seed: SEED, count: COUNT, concurrency: 24, timeoutMs: 15_000 });
+    grpcResult = await runGrpcFuzz(server.grpcPort, SEED, Math.ceil(COUNT / 10), 24, FUZZ_TARGET.adminToken);
     afterwards = await checkAfter(server);
-    process.stdout.write(describeRun(SEED, result).map((line) => `${line}\n`).join(""));
+    process.stdout.write([...describeRun(SEED, result), ...describeGrpcRun(SEED, grpcResult)].map((line) => `${line}\n`).join(""));
   });
   after(() => server?.stop());
 
@@ -86,6 +91,11 @@ describe(`fuzz: ${COUNT} generated requests, seed ${SEED}`, () => {
 
   test("every answer has a status of the error table, an x-request-id, and errors are {\"error\": ...} JSON", () => {
     assert.deepEqual(failures(/^(?!no answer|5\d\d |\d+ answers to one request)/), []);
+  });
+
+  test("every gRPC call ends with a status the error table maps to (or grpc-js's own for what it cannot inflate)", () => {
+    assert.equal(grpcResult.count, Math.ceil(COUNT / 10));
+    assert.deepEqual([...grpcResult.failures].map(([problem, examples]) => `${problem}, e.g. call #${examples[0]!.call.index}`), []);
   });
 
   test("afterwards the server is the same process, ready, with nothing in flight, and every route answers", () => {

@@ -32,14 +32,15 @@ export interface StartOptions {
 }
 
 // The environment of a server under test: ours without SHOAL_* settings, so that the tests do not
-// depend on the shell they run in, and without the test runner's own markers.
+// depend on the shell they run in, and without the test runner's own markers. No gRPC port unless
+// a test asks for one: servers run in parallel, and the default 8001 would be taken by the first.
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (key.startsWith("SHOAL_") || key.startsWith("NODE_TEST")) continue;
     env[key] = value;
   }
-  return { ...env, ...extra };
+  return { ...env, SHOAL_GRPC_PORT: "0", ...extra };
 }
 
 /** A server process under test. */

@@ -208,7 +208,7 @@ describe("requests node:http gives up on, late or malformed (--headers-timeout 1
   });
 
   test("a body trickled slower than --request-timeout is answered 408 by its route, and the connection closed", async () => {
-    const before = (await metric(server.url, "shoal_requests_total", 'route="/inference",code="408"')) ?? 0;
+    const before = (await metric(server.url, "shoal_requests_total", 'route="/inference",code="408",protocol="http"')) ?? 0;
     const wire = await Wire.open(server.port);
     const start = performance.now();
     wire.write(head("POST", "/inference", { "content-type": "application/json", "content-length": 1000 }));
@@ -220,7 +220,7 @@ describe("requests node:http gives up on, late or malformed (--headers-timeout 1
     assert.ok(elapsed >= 1900, `answered after ${elapsed} ms, before the request timeout`);
     assert.ok(elapsed < 4000, `answered after ${elapsed} ms`);
     await wire.closed;
-    assert.equal(await metric(server.url, "shoal_requests_total", 'route="/inference",code="408"'), before + 1, "the route counts its 408");
+    assert.equal(await metric(server.url, "shoal_requests_total", 'route="/inference",code="408",protocol="http"'), before + 1, "the route counts its 408");
   });
 
   test("a request node:http cannot parse gets our JSON 400 or 431, and the connection is closed", async () => {
@@ -235,7 +235,7 @@ describe("requests node:http gives up on, late or malformed (--headers-timeout 1
   });
 
   test("a malformed chunk in a route's body is a 400 counted by the route; the connection is closed and the bytes returned", async () => {
-    const before = (await metric(server.url, "shoal_requests_total", 'route="/inference",code="400"')) ?? 0;
+    const before = (await metric(server.url, "shoal_requests_total", 'route="/inference",code="400",protocol="http"')) ?? 0;
     const wire = await Wire.open(server.port);
     wire.write(head("POST", "/inference", { "content-type": "application/json", "transfer-encoding": "chunked" }));
     wire.write('10\r\n{"a":1234567890}\r\n');
@@ -245,7 +245,7 @@ describe("requests node:http gives up on, late or malformed (--headers-timeout 1
     assertWireError(res, 400, /^bad request: malformed HTTP request \(HPE_\w+\)$/);
     assert.equal(res.headers.connection, "close");
     await wire.closed;
-    assert.equal(await metric(server.url, "shoal_requests_total", 'route="/inference",code="400"'), before + 1);
+    assert.equal(await metric(server.url, "shoal_requests_total", 'route="/inference",code="400",protocol="http"'), before + 1);
     assert.equal(await metric(server.url, "shoal_request_bytes_in_flight"), 0);
   });
 
@@ -475,7 +475,7 @@ describe("paths cannot add metric series or take the server down", () => {
       assert.equal(reply.status, 200, `${path}: ${reply.text}`);
     }
     assert.deepEqual(await routes(), known);
-    assert.equal(await metric(server.url, "shoal_requests_total", 'route="/v2/models/mlp/infer",code="200"'), 17);
+    assert.equal(await metric(server.url, "shoal_requests_total", 'route="/v2/models/mlp/infer",code="200",protocol="http"'), 17);
   });
 
   test("malformed percent-encoding is a 400, and the server goes on serving", async () => {

@@ -4,6 +4,9 @@ import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, type MetricObj
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
 
+/** How a request came: REST (HTTP/1.1) or gRPC. */
+export type Protocol = "http" | "grpc";
+
 /** What a stage or a model records, bound to its label once so the hot path does no lookups. */
 export interface StageMetrics {
   /** A batch of this many items was dispatched. */
@@ -76,8 +79,8 @@ interface WorkerSnapshot {
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly #requests: Counter<"route" | "code">;
-  readonly #latency: Histogram<"route">;
+  readonly #requests: Counter<"route" | "code" | "protocol">;
+  readonly #latency: Histogram<"route" | "protocol">;
   readonly #batchSize: Histogram<"stage" | "model">;
   readonly #queueWait: Histogram<"stage" | "model">;
   readonly #forward: Histogram<"stage" | "model">;
@@ -87,13 +90,13 @@ export class Metrics {
   readonly #activeStreams: Gauge<"route">;
   readonly #cancelled: Counter<"route" | "reason">;
   readonly #workers = new Map<string, WorkerSnapshot>();
-  readonly #answers = new Map<string, { latency: Histogram.Internal<"route">; byCode: Map<number, Counter.Internal> }>();
+  readonly #answers = new Map<string, { latency: Histogram.Internal<"route" | "protocol">; byCode: Map<number, Counter.Internal> }>();
 
   constructor(namespace: string, gauges: ServerGauges) {
     const name = (n: string) => `${namespace}_${n}`;
     const registers = [this.registry];
-    this.#requests = new Counter({ name: name("requests_total"), help: "Requests answered, by route and status code", labelNames: ["route", "code"], registers });
-    this.#latency = new Histogram({ name: name("request_duration_seconds"), help: "Time from a request's arrival to its answer", labelNames: ["route"], buckets: LATENCY_BUCKETS, registers });
+    this.#requests = new Counter({ name: name("requests_total"), help: "Requests answered, by route, status code (a gRPC answer's is the HTTP status of the same error) and protocol", labelNames: ["route", "code", "protocol"], registers });
+    this.#latency = new Histogram({ name: name("request_duration_seconds"), help: "Time from a request's arrival to its answer", labelNames: ["route", "protocol"], buckets: LATENCY_BUCKETS, registers });
     new Gauge({
       name: name("requests_in_flight"),
       help: "Requests accepted and not yet answered",
@@ -190,18 +193,19 @@ export class Metrics {
     };
   }
 
-  /** A request to `route` was answered with `code` after `ms`. */
-  answered(route: string, code: number, ms: number): void {
-    // Children are looked up once per route and code: prom-client hashes the labels on every
-    // call otherwise, which shows on the request path.
-    let children = this.#answers.get(route);
+  /** A request to `route` that came by `protocol` was answered with `code` after `ms`. */
+  answered(route: string, code: number, ms: number, protocol: Protocol = "http"): void {
+    // Children are looked up once per route, protocol and code: prom-client hashes the labels on
+    // every call otherwise, which shows on the request path.
+    const key = protocol === "http" ? route : `${protocol} ${route}`;
+    let children = this.#answers.get(key);
     if (children === undefined) {
-      children = { latency: this.#latency.labels(route), byCode: new Map() };
-      this.#answers.set(route, children);
+      children = { latency: this.#latency.labels(route, protocol), byCode: new Map() };
+      this.#answers.set(key, children);
     }
     let count = children.byCode.get(code);
     if (count === undefined) {
-      count = this.#requests.labels(route, String(code));
+      count = this.#requests.labels(route, String(code), protocol);
       children.byCode.set(code, count);
     }
     count.inc();

@@ -5,6 +5,7 @@ import type { AccessLog } from "./access-log.js";
 import type { Hold } from "./budget.js";
 import type { Dialect } from "./dialect.js";
 import type { Page } from "./docs.js";
+import { compress, MIN_COMPRESSED_BYTES, responseEncoding } from "./compression.js";
 import { serverTiming } from "./server-timing.js";
 import { StreamAnswer, type StreamOptions } from "./stream-answer.js";
 
@@ -83,6 +84,14 @@ export class Exchange implements Reply {
     }
     if (this.res.destroyed) return;
     if (this.dialect?.answer !== undefined) body = this.dialect.answer(body);
+    // A large answer goes compressed when the client takes an encoding Shoal has.
+    const encoding = body.byteLength >= MIN_COMPRESSED_BYTES ? responseEncoding(this.res.req.headers["accept-encoding"]) : undefined;
+    if (encoding === undefined) this.#send(body, contentType, headers);
+    else compress(encoding, body, (out) => this.#send(out ?? body, contentType, out === undefined ? headers : { ...headers, "content-encoding": encoding, vary: "Accept-Encoding" }));
+  }
+
+  #send(body: Uint8Array, contentType: string, headers?: Record<string, string>): void {
+    if (this.res.destroyed) return;
     this.#lastIfDraining();
     const ms = performance.now() - this.arrival;
     this.res.writeHead(200, { ...headers, "content-type": contentType, "content-length": body.byteLength, "x-request-id": this.requestId, "server-timing": serverTiming(this.task, ms) });

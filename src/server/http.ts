@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from "node:net";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { Metrics } from "../metrics/registry.js";
+import type { Metrics, Protocol } from "../metrics/registry.js";
 import { Task, type Step } from "../scheduling/task.js";
 import { AccessPolicy, corsScope, isPreflight, type CorsScope } from "./access.js";
 import { AccessLog } from "./access-log.js";
@@ -17,6 +17,7 @@ import { discardBounds, receiveBody, type Body } from "./body.js";
 import { ByteBudget, type Hold } from "./budget.js";
 import { serveBuiltin, type BuiltinState, type Health } from "./builtin.js";
 import { answerClientError, httpLimits, type ClientError } from "./client-errors.js";
+import { decodeBody } from "./compression.js";
 import { Connection, type Linger } from "./connection.js";
 import type { ApiDocs } from "./docs.js";
 import type { Route } from "./route.js";
@@ -37,6 +38,11 @@ const DEFAULT_STREAM = streamPolicy("", true)!;
 
 // A client's request id is echoed only when it is short and printable; otherwise we make one.
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
+
+/** The id of a request: the client's `x-request-id` when it is short and printable, else a new one. */
+export function requestIdOf(header: unknown): string {
+  return typeof header === "string" && REQUEST_ID.test(header) ? header : randomUUID();
+}
 
 /**
  * The HTTP front: routing, body limits, deadlines, and the answer to every request. It never
@@ -179,8 +185,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   }
 
   #handle(req: IncomingMessage, res: ServerResponse): void {
-    const header = req.headers["x-request-id"];
-    const requestId = typeof header === "string" && REQUEST_ID.test(header) ? header : randomUUID();
+    const requestId = requestIdOf(req.headers["x-request-id"]);
     const connection = Connection.of(req.socket);
     const arrival = connection === undefined ? performance.now() : connection.received({ req, res, requestId });
     // A socket error after the answer started (a client gone mid-write) must not become an
@@ -272,11 +277,14 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     receiveBody(req, {
       limit: this.#config.maxRequestSize,
       hold,
-      done: (body) =>
-        this.guard(res, requestId, () => {
-          if (body.bytes.byteLength === 0) this.#refuse(incoming, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
-          else this.#accept(incoming, body, hold);
-        }),
+      done: (sent) =>
+        decodeBody(req.headers["content-encoding"], sent, this.#config.maxRequestSize, hold, (body, error) =>
+          this.guard(res, requestId, () => {
+            if (body === undefined) this.#refuse(incoming, error!, undefined, hold);
+            else if (body.bytes.byteLength === 0) this.#refuse(incoming, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
+            else this.#accept(incoming, body, hold);
+          }),
+        ),
       refused: (error, close) => this.guard(res, requestId, () => this.#refuse(incoming, error, close ? { connection: "close" } : undefined, hold)),
     });
   }
@@ -290,9 +298,18 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     if (this.accessLog?.sampled()) this.accessLog.write(res.req, { requestId, status: error.status, durationMs: performance.now() - arrival, bytesIn, bytesOut, route: path, steps });
   }
 
-  /** Counts an answer to a request of `path`. */
-  answered(path: string, status: number, arrival: number): void {
-    this.metrics.answered(path, status, performance.now() - arrival);
+  answered(path: string, status: number, arrival: number, protocol: Protocol = "http"): void {
+    this.metrics.answered(path, status, performance.now() - arrival, protocol);
+  }
+
+  hold(): Hold {
+    return this.#budget.hold();
+  }
+
+  admit(task: Task): ShoalError | undefined {
+    this.#accepted.add(task);
+    this.#inFlight++;
+    return this.#abandoned ?? task.start();
   }
 
   #accept(incoming: Incoming, body: Body, hold: Hold): void {
@@ -327,11 +344,9 @@ export class HttpFront implements Intake, Answered, BuiltinState {
       const streamMs = config.streamTimeoutMs;
       exchange.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
     }
-    this.#accepted.add(task);
-    this.#inFlight++;
     exchange.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));
     res.on("close", () => task.drop());
-    const refused = this.#abandoned ?? task.start();
+    const refused = this.admit(task);
     if (refused !== undefined) task.fail(refused);
   }
 

@@ -1,6 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AccessPolicy } from "./access.js";
-import type { Step } from "../scheduling/task.js";
+import type { ShoalError } from "../errors.js";
+import type { Protocol } from "../metrics/registry.js";
+import type { Step, Task } from "../scheduling/task.js";
+import type { Hold } from "./budget.js";
 import type { Dialect } from "./dialect.js";
 
 /** A handler the front gives every request under its prefix (the V2 protocol under `/v2`). */
@@ -26,4 +29,12 @@ export interface Intake {
   unexpected(err: unknown, res: ServerResponse, requestId: string): void;
   /** Runs a callback of a request's under {@link Intake.unexpected}. */
   guard(res: ServerResponse, requestId: string, fn: () => void): void;
+  /** An empty share of the budget of request body bytes, for a body read by another front (gRPC). */
+  hold(): Hold;
+  /** Counts the task of a request taken by another front as in flight and queues it; the error is why it was refused. */
+  admit(task: Task): ShoalError | undefined;
+  /** Counts an answer to a request of `path`. */
+  answered(path: string, status: number, arrival: number, protocol?: Protocol): void;
+  /** The task of an accepted request has settled. */
+  released(task: Task): void;
 }

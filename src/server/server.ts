@@ -22,9 +22,11 @@ import { threadChannel } from "../workers/thread-channel.js";
 import { ApiDocs } from "./docs.js";
 import { dryRun } from "./dry-run.js";
 import { ServerHealth } from "./health.js";
+import { GrpcFront } from "./grpc.js";
 import { HttpFront } from "./http.js";
 import type { Delegate, Intake } from "./intake.js";
 import { OpenAIHandler } from "./openai.js";
+import { checkRouteModel, RouteModel, type RouteModelOptions } from "./route-model.js";
 import { V2Handler } from "./v2-http.js";
 import { appInfo, openApiDocument } from "./openapi.js";
 
@@ -63,6 +65,7 @@ export class Server {
   readonly #specs: StageSpec[] = [];
   readonly #models: ModelSources = { repositories: [], models: [] };
   readonly #openAI = new Map<string, string>();
+  readonly #routeModels: { route: string; options: RouteModelOptions }[] = [];
 
   constructor(defaults: ServerOptions = {}) {
     this.#defaults = defaults;
@@ -80,6 +83,29 @@ export class Server {
     const name = `${worker.name}_${this.#specs.length + 1}`;
     this.#specs.push({ cls: worker, name, options: resolveStageOptions(name, options, worker) });
     workerContext()?.stages.push(worker);
+    return this;
+  }
+
+  /**
+   * Serves a route of stages as a V2 model too, over REST (`/v2/models/{name}/infer`) and gRPC:
+   * its first stage receives each V2 request's tensors as an object with a field per input (a
+   * one-element tensor as its element, text for BYTES, numbers, booleans, nested arrays by shape),
+   * and its last stage's output object is answered as one output tensor per field (text as BYTES,
+   * numbers as FP64, booleans as BOOL, arrays of them by their nesting, anything else as JSON text).
+   * Model metadata shows the declared `inputs` and `outputs`, or tensors read from the stages' input
+   * and output schemas. Throws a `TypeError` for invalid options; a route no stage serves stops
+   * `run()`.
+   *
+   * @example
+   * ```ts
+   * server.appendWorker(Tokenize, { route: "/classify" });
+   * server.appendWorker(Classify, { route: "/classify", maxBatchSize: 16 });
+   * server.exposeRoute("/classify", { name: "classifier" });
+   * ```
+   */
+  exposeRoute(route: string, options: RouteModelOptions): this {
+    checkRouteModel(route, options);
+    this.#routeModels.push({ route, options });
     return this;
   }
 
@@ -197,11 +223,18 @@ export class Server {
     const { stages, routes } = this.#build(config, logger, metrics, restarts);
     const modelPool = models === undefined ? undefined : this.#modelPool(config, logger, metrics, restarts);
     const docs = new ApiDocs();
+    const routeModels = new Map<string, RouteModel>();
+    for (const { route, options } of this.#routeModels) {
+      const served = routes.get(route);
+      if (served === undefined) throw new Error(`exposeRoute(${JSON.stringify(route)}): no stage serves that route`);
+      routeModels.set(options.name, new RouteModel(options, served, () => health.notReady()));
+    }
     const delegates: ((intake: Intake) => Delegate)[] = [];
-    if (modelPool !== undefined) {
-      const catalog = new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
-      catalog.register();
-      delegates.push((intake) => new V2Handler(catalog, () => health.notReady(), intake));
+    let handler: V2Handler | undefined;
+    if (modelPool !== undefined || routeModels.size > 0) {
+      const catalog = modelPool === undefined ? undefined : new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
+      catalog?.register();
+      delegates.push((intake) => (handler = new V2Handler(catalog, routeModels, () => health.notReady(), intake)));
     }
     if (this.#openAI.size > 0) {
       const served = new Map<string, readonly Stage[]>();
@@ -214,6 +247,18 @@ export class Server {
     }
     front = new HttpFront(routes, config, health, metrics, docs, logger, delegates);
     const address = await front.listen();
+    // The V2 protocol over gRPC too, for the same models, when there are models and a port for it.
+    const grpc = handler !== undefined && config.grpcPort > 0 ? new GrpcFront(handler, config, logger) : undefined;
+    if (grpc !== undefined) {
+      try {
+        const port = await grpc.listen();
+        logger.info({ address: config.address, grpcPort: port }, `gRPC listening on ${config.address}:${port}`);
+      } catch (err) {
+        grpc.close();
+        await front.close();
+        throw err;
+      }
+    }
     logger.info(
       {
         address: address.address,
@@ -224,18 +269,20 @@ export class Server {
       `listening on http://${address.address}:${address.port}`,
     );
     const pools = [...stages.map((s) => s.pool), ...(modelPool === undefined ? [] : [modelPool])];
-    this.#handleSignals(front, pools, config, logger);
+    this.#handleSignals(front, grpc, pools, config, logger);
     try {
       await Promise.all([...stages.map((s) => s.pool.start()), modelPool?.start()]);
     } catch (err) {
       // Giving up: what was accepted meanwhile is answered before the process exits.
       front.abandon(new ShoalError("NOT_READY", "the server could not start"));
       await Promise.all(pools.map((pool) => pool.close()));
+      grpc?.close();
       await front.close();
       throw err;
     }
     // Every stage has reported its content-type and schemas by now.
     docs.publish(openApiDocument([...routes.values()], appInfo(mainModuleUrl()), metrics.contentType));
+    grpc?.refresh();
     logger.info("ready");
     return address;
   }
@@ -281,7 +328,7 @@ export class Server {
     });
   }
 
-  #handleSignals(front: HttpFront, pools: { close(): Promise<void> }[], config: ServerConfig, logger: Logger): void {
+  #handleSignals(front: HttpFront, grpc: GrpcFront | undefined, pools: { close(): Promise<void> }[], config: ServerConfig, logger: Logger): void {
     let stopping = false;
     const stop = async (signal: NodeJS.Signals) => {
       if (stopping) {
@@ -290,8 +337,11 @@ export class Server {
       }
       stopping = true;
       logger.info({ signal, inFlight: front.inFlight }, "draining");
-      await front.drain(config.timeoutMs);
+      const drained = front.drain(config.timeoutMs);
+      grpc?.drain();
+      await drained;
       await Promise.all(pools.map((pool) => pool.close()));
+      grpc?.close();
       await front.close();
       // The counts of collapsed error lines still pending.
       logger.flush();

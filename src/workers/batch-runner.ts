@@ -7,7 +7,8 @@ import type { StepWorker } from "../step-worker.js";
 import { isAsyncIterable, ItemStream } from "./item-stream.js";
 import type { BatchItem, BatchMessage, FlowMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, StageBoot } from "./messages.js";
 import { StepScheduler } from "./step-scheduler.js";
-import { transferablesOf } from "./transfer.js";
+import { exclusive, transferablesOf } from "./transfer.js";
+import { decodeV2Item, isV2Request, v2Answer, type V2Carried, type V2Reply } from "./v2-route.js";
 
 /** How a runner sends its coordinator a message that is not a batch's result, moving `transfer`. */
 export type Send = (message: FromWorker, transfer?: ArrayBuffer[]) => void;
@@ -51,6 +52,7 @@ export class BatchRunner<W extends Worker = Worker> {
   readonly #steps: StepScheduler | undefined;
   // The streams of each batch under way, by sequence number, at their items' indexes.
   readonly #open = new Map<number, ItemStream[]>();
+  readonly #stage: boolean;
   // The first warm-up example as forward() received it (parsed), for --dry-run.
   #example: unknown;
   #metricsTimer: NodeJS.Timeout | undefined;
@@ -62,6 +64,8 @@ export class BatchRunner<W extends Worker = Worker> {
     readonly send: Send,
   ) {
     const cls = worker.constructor as WorkerClass;
+    // A stage's runner; a model's Worker speaks V2 in its own decode and encode.
+    this.#stage = failures === STAGE_FAILURES;
     this.#input = cls.input;
     this.#output = cls.output;
     this.#batched = cls.batched;
@@ -137,21 +141,33 @@ export class BatchRunner<W extends Worker = Worker> {
     const inputs: unknown[] = [];
     const metas: RequestMeta[] = [];
     const positions: number[] = [];
+    // The reply of each item that came as a V2 request for its route, by position in `inputs`.
+    const replies: (V2Reply | undefined)[] = [];
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
+      let value = item.payload;
+      let reply: V2Reply | undefined;
       if (item.ingress) {
-        let input = this.#decode(item);
-        if (input.ok && this.#input !== undefined) input = await validate(this.#input, input.value);
-        if (!input.ok) {
-          results[i] = input;
+        const decoded = this.#decode(item);
+        if (!decoded.ok) {
+          results[i] = decoded;
           continue;
         }
-        inputs.push(input.value);
-      } else {
-        inputs.push(item.payload);
+        value = decoded.value;
       }
+      if (this.#stage && isV2Request(item.meta)) ({ v2Reply: reply, value } = value as V2Carried);
+      if (item.ingress && this.#input !== undefined) {
+        const parsed = await validate(this.#input, value);
+        if (!parsed.ok) {
+          results[i] = parsed;
+          continue;
+        }
+        value = parsed.value;
+      }
+      inputs.push(value);
       metas.push(item.meta);
       positions.push(i);
+      replies.push(reply);
     }
     const transfer = new Set<ArrayBuffer>();
     if (inputs.length > 0) {
@@ -176,8 +192,8 @@ export class BatchRunner<W extends Worker = Worker> {
       for (let j = 0; j < outputs.length; j++) {
         const at = positions[j]!;
         const output = outputs[j];
-        if (streams !== undefined && isAsyncIterable(output)) pending.push(this.#pour(output, streams[at]!, seq, at, items[at]!, transfer).then((result) => void (results[at] = result)));
-        else results[at] = this.#finish(output, items[at]!, transfer);
+        if (streams !== undefined && isAsyncIterable(output)) pending.push(this.#pour(output, streams[at]!, seq, at, items[at]!, transfer, replies[j]).then((result) => void (results[at] = result)));
+        else results[at] = this.#finish(output, items[at]!, transfer, replies[j]);
       }
       if (pending.length > 0) await Promise.all(pending);
       this.#open.delete(seq);
@@ -211,7 +227,7 @@ export class BatchRunner<W extends Worker = Worker> {
 
   // One streamed item: its chunks go to the coordinator as they come when its client takes a
   // stream (the item's result is then a placeholder), or are gathered into its one result.
-  async #pour(source: AsyncIterable<unknown>, stream: ItemStream, seq: number, index: number, item: BatchItem, transfer: Set<ArrayBuffer>): Promise<ItemResult> {
+  async #pour(source: AsyncIterable<unknown>, stream: ItemStream, seq: number, index: number, item: BatchItem, transfer: Set<ArrayBuffer>, reply: V2Reply | undefined): Promise<ItemResult> {
     const { worker } = this;
     if (item.stream !== true) {
       const chunks: unknown[] = [];
@@ -221,7 +237,7 @@ export class BatchRunner<W extends Worker = Worker> {
       } catch (err) {
         value = err instanceof Error ? err : new Error(String(err));
       }
-      return this.#finish(value, item, transfer);
+      return this.#finish(value, item, transfer, reply);
     }
     try {
       const ended = await stream.drain(source, (chunk) => {
@@ -237,6 +253,10 @@ export class BatchRunner<W extends Worker = Worker> {
 
   #decode(item: BatchItem): ItemResult {
     try {
+      if (this.#stage && isV2Request(item.meta)) {
+        const { item: value, reply } = decodeV2Item(item.payload as Uint8Array, item.meta, this.boot.limits);
+        return { ok: true, value: { v2Reply: reply, value } satisfies V2Carried };
+      }
       return { ok: true, value: this.worker.decode(item.payload as Uint8Array, item.meta) };
     } catch (err) {
       return { ok: false, error: errorToWire(err, this.failures.undecodable) };
@@ -261,8 +281,12 @@ export class BatchRunner<W extends Worker = Worker> {
     return outputs;
   }
 
-  #finish(output: unknown, { egress, meta }: BatchItem, transfer: Set<ArrayBuffer>): ItemResult {
+  #finish(output: unknown, { egress, meta }: BatchItem, transfer: Set<ArrayBuffer>, reply: V2Reply | undefined): ItemResult {
     if (output instanceof Error) return { ok: false, error: this.failures.failedItem(errorToWire(output)) };
+    if (reply !== undefined) {
+      if (egress) return v2Answer(output, reply, transfer);
+      output = { v2Reply: reply, value: output } satisfies V2Carried;
+    }
     if (!egress) {
       const own = transferablesOf(output);
       for (const buffer of own) transfer.add(buffer);
@@ -280,15 +304,6 @@ export class BatchRunner<W extends Worker = Worker> {
       return { ok: false, error: errorToWire(err, "ENCODING") };
     }
   }
-}
-
-// Response bytes move to the coordinator. A view into a larger buffer (a socket chunk, an
-// encoder's scratch space) is first copied to a buffer of its own, since cloning the view would
-// copy the whole buffer behind it.
-function exclusive(body: Uint8Array): Uint8Array {
-  if (!(body instanceof Uint8Array)) throw new TypeError(`encode() must return a Uint8Array, not ${typeof body}`);
-  if (body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer) return body;
-  return Uint8Array.prototype.slice.call(body);
 }
 
 // The result of a batch of one, from a Worker that computes batches.

@@ -35,3 +35,14 @@ export function attached(list: Iterable<ArrayBuffer>): ArrayBuffer[] {
   for (const buffer of list) if (buffer.byteLength > 0 && !out.includes(buffer)) out.push(buffer);
   return out;
 }
+
+/**
+ * Response bytes, made ready to move to the coordinator: a view into a larger buffer (a socket
+ * chunk, an encoder's scratch space) is first copied to a buffer of its own, since cloning the
+ * view would copy the whole buffer behind it. Throws for what is not bytes.
+ */
+export function exclusive(body: Uint8Array): Uint8Array {
+  if (!(body instanceof Uint8Array)) throw new TypeError(`encode() must return a Uint8Array, not ${typeof body}`);
+  if (body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer) return body;
+  return Uint8Array.prototype.slice.call(body);
+}

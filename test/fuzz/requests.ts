@@ -6,6 +6,7 @@
  * HTTP), builds a body for it, then bends what a client controls: the method, the path's
  * spelling, the content-type and other headers; and now and then the client hangs up early.
  */
+import { compressBody } from "./compressed.js";
 import { brokenJson, deepJson, perturb, randomJson, writeJson, type Json } from "./json.js";
 import { msgpackBody } from "./msgpack.js";
 import { anyPath, joinPath, MODEL_NAMES, modelPath, spell } from "./paths.js";
@@ -189,8 +190,8 @@ function stageDraft(r: Random, route: keyof typeof STAGE_ROUTES, raw: boolean): 
 const ACCEPTS = ["text/event-stream", "application/x-ndjson", "application/json", "*/*", "", "text/html", "application/json, text/event-stream", "text/event-stream;q=0", "application/jsonl", "\u00e9", "x".repeat(2000)];
 
 function inferDraft(r: Random, binary: boolean, raw: boolean): Draft {
-  const model = r.weighted<string>([[8, "mlp"], [4, "upper"], [2, r.pick(MODEL_NAMES)]]);
-  const known = model === "mlp" || model === "upper";
+  const model = r.weighted<string>([[8, "mlp"], [4, "upper"], [2, "pipeline"], [2, r.pick(MODEL_NAMES)]]);
+  const known = model === "mlp" || model === "upper" || model === "pipeline";
   const version = model === "mlp" && r.chance(0.3) ? `/versions/${r.pick(["1", "2"])}` : "";
   const path = r.chance(0.85) ? `/v2/models/${known ? model : encodeURIComponent(model)}${version}/infer` : modelPath(r, raw, "infer");
   const v2 = v2Body(r, model, binary);
@@ -226,6 +227,13 @@ function pathDraft(r: Random, raw: boolean): Draft {
   return draft;
 }
 
+// A stage or V2 inference request with its body compressed (or claiming to be).
+function compressedDraft(r: Random, raw: boolean): Draft {
+  const draft = r.chance(0.5) ? inferDraft(r, r.chance(0.4), raw) : stageDraft(r, r.pick(["json", "batch", "msgpack", "bytes"] as const), raw);
+  const { body, encoding } = compressBody(r, draft.body ?? new Uint8Array());
+  return { ...draft, body, headers: [...(draft.headers ?? []), ["content-encoding", encoding], ...(r.chance(0.5) ? [["accept-encoding", r.pick(["gzip", "br", "gzip;q=0.1, br;q=0.9", "*", "identity", "deflate, gzip;q=0"])] as [string, string]] : [])] };
+}
+
 // Each kind of request, how often it comes, and how it is made.
 const KINDS: readonly (readonly [number, string, (r: Random, raw: boolean) => Draft])[] = [
   [6, "stage:json", (r, raw) => stageDraft(r, "json", raw)],
@@ -247,6 +255,7 @@ const KINDS: readonly (readonly [number, string, (r: Random, raw: boolean) => Dr
   [2, "v2:server", (r) => serverDraft(r)],
   // Loads cost a model's start-up each: a few are enough to race them with everything else.
   [0.5, "v2:control", (r, raw) => controlDraft(r, raw)],
+  [3, "compressed", (r, raw) => compressedDraft(r, raw)],
   [3, "builtin", (r) => ({ method: "GET", path: r.pick(BUILTIN) })],
   [3, "path", (r, raw) => pathDraft(r, raw)],
 ];

@@ -1,7 +1,8 @@
 /**
  * The fuzz run: starts the fuzz server (test/fixtures/fuzz-server.ts over a model repository
- * written for it), sends it generated requests, judges every answer (verdict.ts), then checks
- * the server is the same process, ready, has nothing in flight and still answers each route.
+ * written for it), sends it generated requests, judges every answer (verdict.ts), makes a tenth
+ * as many gRPC calls (grpc.ts), then checks the server is the same process, ready, has nothing in
+ * flight and still answers each route, over HTTP and gRPC.
  *
  * As a command (`npm run fuzz -- [flags]`):
  *   --count N         requests to send (default 20,000)
@@ -17,8 +18,10 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Packr } from "msgpackr";
 import { fixture, startServer, type ServerProcess } from "../helpers.js";
+import { freePort, V2Client } from "../grpc-helpers.js";
 import { ModelRepo } from "../model-helpers.js";
 import { fuzzAgent, send, sendAll, type Outcome } from "./client.js";
+import { describeGrpcRun, runGrpcFuzz } from "./grpc.js";
 import { generate, STAGE_ROUTES, type FuzzTarget } from "./requests.js";
 import { describeRequest, Findings, judge, Tally } from "./verdict.js";
 import { within } from "./within.js";
@@ -29,6 +32,8 @@ export const FUZZ_TARGET: FuzzTarget = { adminToken: "fuzz-admin-token-012345678
 /** The fuzz server, its repository, and the pid it started with. */
 export interface FuzzServer {
   server: ServerProcess;
+  /** The port of its V2 gRPC service. */
+  grpcPort: number;
   repo: ModelRepo;
   pid: number;
   stop(): Promise<void>;
@@ -41,6 +46,7 @@ export interface FuzzServer {
  */
 export async function startFuzzServer(extraArgs: string[] = []): Promise<FuzzServer> {
   const repo = new ModelRepo();
+  const grpcPort = await freePort();
   for (const version of ["1", "2"]) repo.mlp("mlp", version, { inputs: 4, hidden: 8, layers: 1, outputs: 3, seed: Number(version) });
   repo.settings("mlp", { name: "mlp", runtime: "onnx", maxBatchSize: 8, maxWaitMs: 2 });
   repo.settings("upper", {
@@ -57,7 +63,7 @@ export async function startFuzzServer(extraArgs: string[] = []): Promise<FuzzSer
   writeFileSync(join(repo.dir, "upper", "upper.mts"), `export { default } from ${JSON.stringify(fixture(join("models", "upper.ts")))};\n`);
   const args = [
     "--model-repository", repo.dir, "--workers", "2", "--model-control", "explicit", "--admin-token", FUZZ_TARGET.adminToken,
-    "--cors-origins", FUZZ_TARGET.allowedOrigin, "--control-timeout", "10000", "--log-format", "json", ...extraArgs,
+    "--cors-origins", FUZZ_TARGET.allowedOrigin, "--control-timeout", "10000", "--log-format", "json", "--grpc-port", String(grpcPort), ...extraArgs,
   ];
   let server: ServerProcess;
   try {
@@ -68,6 +74,7 @@ export async function startFuzzServer(extraArgs: string[] = []): Promise<FuzzSer
   }
   return {
     server,
+    grpcPort,
     repo,
     pid: server.proc.pid!,
     async stop() {
@@ -141,6 +148,7 @@ const HEALTHY: { path: string; body: Uint8Array | string; type: string; headers?
   { path: "/v2/models/mlp/infer", body: '{"inputs": [{"name": "input", "datatype": "FP32", "shape": [2, 4], "data": [1, 2, 3, 4, 5, 6, 7, 8]}]}', type: "application/json" },
   { path: "/v2/models/mlp/versions/1/infer", body: '{"inputs": [{"name": "input", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3, 4]}]}', type: "application/json" },
   { path: "/v2/models/upper/infer", body: '{"inputs": [{"name": "text", "datatype": "BYTES", "shape": [2], "data": ["ab", "c"]}]}', type: "application/json" },
+  { path: "/v2/models/pipeline/infer", body: '{"inputs": [{"name": "n", "datatype": "FP32", "shape": [1], "data": [4]}]}', type: "application/json" },
 ];
 
 async function fetchText(url: string, init?: RequestInit): Promise<{ status: number; text: string }> {
@@ -179,6 +187,14 @@ export async function checkAfter(fuzzServer: FuzzServer): Promise<string[]> {
   for (const h of HEALTHY) {
     const r = await fetchText(`${url}${h.path}`, { method: "POST", body: h.body, headers: { "content-type": h.type, ...h.headers } });
     if (r.status !== 200) problems.push(`a good request to ${h.path} now gets ${r.status} ${r.text.slice(0, 300)}`);
+  }
+  const grpc = new V2Client(fuzzServer.grpcPort);
+  try {
+    await grpc.call("ModelInfer", { model_name: "mlp", inputs: [{ name: "input", datatype: "FP32", shape: [1, 4], contents: { fp32_contents: [1, 2, 3, 4] } }] }, { deadlineMs: 30_000 });
+  } catch (err) {
+    problems.push(`a good gRPC inference now fails: ${(err as Error).message}`);
+  } finally {
+    grpc.close();
   }
   if (server.exited || server.proc.pid !== pid) problems.push(`the server process ${pid} is gone`);
   return problems;
@@ -224,10 +240,12 @@ async function main(): Promise<void> {
     if (only !== undefined) for (const i of only) log(describeRequest(generate(seed, i, FUZZ_TARGET)));
     const result = await runFuzz({ ...options, port: fuzzServer.server.port });
     for (const line of describeRun(seed, result)) log(line);
+    const grpcResult = await runGrpcFuzz(fuzzServer.grpcPort, seed, Math.ceil(options.count / 10), options.concurrency, FUZZ_TARGET.adminToken);
+    for (const line of describeGrpcRun(seed, grpcResult)) log(line);
     const problems = await checkAfter(fuzzServer);
     for (const p of problems) log(`FAIL after the run: ${p}`);
     if (problems.length === 0) log("after the run: same process, ready, nothing in flight, every route answers a good request");
-    failed = result.findings.size > 0 || problems.length > 0;
+    failed = result.findings.size > 0 || grpcResult.failures.size > 0 || problems.length > 0;
   } finally {
     await fuzzServer.stop();
   }

@@ -15,10 +15,12 @@ export interface ModelInputSpec {
   inner: number[];
 }
 
-/** The repository's models as the fuzz knows them: mlp takes FP32 [N, 4], upper BYTES [N]. */
+/** The V2 models as the fuzz knows them: mlp takes FP32 [N, 4], upper BYTES [N], pipeline (a route) FP32 [1]. */
 export const FUZZ_MODELS: Record<string, ModelInputSpec> = {
   mlp: { name: "input", datatype: "FP32", inner: [4] },
   upper: { name: "text", datatype: "BYTES", inner: [] },
+  // The route /fuzz/pipeline served as a V2 model: `n`, one number.
+  pipeline: { name: "n", datatype: "FP32", inner: [] },
 };
 
 const DATATYPES: readonly Json[] = ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "FP32", "FP64", "BYTES", "BF16", "fp32", "", 5, null, "FP32 "];
