@@ -11,7 +11,7 @@ import type { Hold } from "./budget.js";
 import { Undecodable } from "./grpc-decode.js";
 import { grpcError } from "./grpc-status.js";
 import { HEADER_LENGTH, requestBody, responseMessage, type InferRequestMessage, type InferResponseMessage } from "./grpc-tensors.js";
-import { requestIdOf } from "./http.js";
+import { requestIdOf } from "./request-id.js";
 import type { Intake } from "./intake.js";
 import type { V2Handler } from "./v2-http.js";
 

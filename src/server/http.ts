@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server as NodeServer, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { ServerConfig } from "../config.js";
@@ -6,7 +5,7 @@ import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics, Protocol } from "../metrics/registry.js";
 import { Task, type Step } from "../scheduling/task.js";
-import { AccessPolicy, corsScope, isPreflight, type CorsScope } from "./access.js";
+import { AccessPolicy } from "./access.js";
 import { AccessLog } from "./access-log.js";
 import { streamPolicy } from "../stage-options.js";
 import { Exchange, sendError, sendFailure, type Answered } from "./answers.js";
@@ -19,7 +18,9 @@ import { serveBuiltin, type BuiltinState, type Health } from "./builtin.js";
 import { answerClientError, httpLimits, type ClientError } from "./client-errors.js";
 import { decodeBody } from "./compression.js";
 import { Connection, type Linger } from "./connection.js";
+import { answerCors } from "./cors.js";
 import type { ApiDocs } from "./docs.js";
+import { requestIdOf } from "./request-id.js";
 import type { Route } from "./route.js";
 
 /** One request being taken, as `accept` passes it on. */
@@ -35,14 +36,6 @@ interface Incoming {
 
 // A stream asked for by a dialect from a step whose Worker does not stream: its one answer is its one chunk.
 const DEFAULT_STREAM = streamPolicy("", true)!;
-
-// A client's request id is echoed only when it is short and printable; otherwise we make one.
-const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
-
-/** The id of a request: the client's `x-request-id` when it is short and printable, else a new one. */
-export function requestIdOf(header: unknown): string {
-  return typeof header === "string" && REQUEST_ID.test(header) ? header : randomUUID();
-}
 
 /**
  * The HTTP front: routing, body limits, deadlines, and the answer to every request. It never
@@ -226,17 +219,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
     const route = this.#routes.get(path);
-    const scope = corsScope(path, route !== undefined);
-    if (scope !== undefined) {
-      const origin = req.headers.origin;
-      if (isPreflight(req.method, origin, req.headers["access-control-request-method"])) {
-        this.#preflight(res, requestId, origin, scope);
-        return;
-      }
-      // Set before any answer is written: writeHead() merges them into every kind of answer.
-      const cors = this.access.corsHeaders(origin, scope);
-      if (cors !== undefined) for (const name in cors) res.setHeader(name, cors[name]!);
-    }
+    if (answerCors(this.access, req, res, requestId, path, route !== undefined)) return;
     if (route === undefined) {
       const delegate = this.#delegates.find(({ prefix }) => path === prefix || path.startsWith(`${prefix}/`));
       if (delegate !== undefined) delegate.handle(req, res, path, requestId, arrival);
@@ -244,17 +227,6 @@ export class HttpFront implements Intake, Answered, BuiltinState {
       return;
     }
     this.accept(route.path, route.stages, req, res, requestId, arrival);
-  }
-
-  // A CORS preflight: 204 with the CORS headers for an allowed origin, else 403 without them.
-  #preflight(res: ServerResponse, requestId: string, origin: string, scope: CorsScope): void {
-    const answer = this.access.preflight(origin, scope);
-    if (answer instanceof ShoalError) {
-      sendError(res, requestId, answer);
-      return;
-    }
-    res.writeHead(204, { ...answer, "x-request-id": requestId });
-    res.end();
   }
 
   /**

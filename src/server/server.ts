@@ -24,10 +24,8 @@ import { dryRun } from "./dry-run.js";
 import { ServerHealth } from "./health.js";
 import { GrpcFront } from "./grpc.js";
 import { HttpFront } from "./http.js";
-import type { Delegate, Intake } from "./intake.js";
-import { OpenAIHandler } from "./openai.js";
-import { checkRouteModel, RouteModel, type RouteModelOptions } from "./route-model.js";
-import { V2Handler } from "./v2-http.js";
+import { apiDelegates } from "./apis.js";
+import { checkRouteModel, type RouteModelOptions } from "./route-model.js";
 import { appInfo, openApiDocument } from "./openapi.js";
 
 /** How each kind of stage isolation starts and talks to its workers. */
@@ -223,32 +221,14 @@ export class Server {
     const { stages, routes } = this.#build(config, logger, metrics, restarts);
     const modelPool = models === undefined ? undefined : this.#modelPool(config, logger, metrics, restarts);
     const docs = new ApiDocs();
-    const routeModels = new Map<string, RouteModel>();
-    for (const { route, options } of this.#routeModels) {
-      const served = routes.get(route);
-      if (served === undefined) throw new Error(`exposeRoute(${JSON.stringify(route)}): no stage serves that route`);
-      routeModels.set(options.name, new RouteModel(options, served, () => health.notReady()));
-    }
-    const delegates: ((intake: Intake) => Delegate)[] = [];
-    let handler: V2Handler | undefined;
-    if (modelPool !== undefined || routeModels.size > 0) {
-      const catalog = modelPool === undefined ? undefined : new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
-      catalog?.register();
-      delegates.push((intake) => (handler = new V2Handler(catalog, routeModels, () => health.notReady(), intake)));
-    }
-    if (this.#openAI.size > 0) {
-      const served = new Map<string, readonly Stage[]>();
-      for (const [model, path] of this.#openAI) {
-        const route = routes.get(path);
-        if (route === undefined) throw new Error(`openAI(): model ${model} names the route ${path}, which no stage serves`);
-        served.set(model, route.stages);
-      }
-      delegates.push((intake) => new OpenAIHandler(served, intake));
-    }
-    front = new HttpFront(routes, config, health, metrics, docs, logger, delegates);
+    const catalog = modelPool === undefined ? undefined : new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
+    catalog?.register();
+    const apis = apiDelegates(routes, { catalog, routeModels: this.#routeModels, openAI: this.#openAI }, () => health.notReady());
+    front = new HttpFront(routes, config, health, metrics, docs, logger, apis.delegates);
     const address = await front.listen();
     // The V2 protocol over gRPC too, for the same models, when there are models and a port for it.
-    const grpc = handler !== undefined && config.grpcPort > 0 ? new GrpcFront(handler, config, logger) : undefined;
+    const v2 = apis.v2();
+    const grpc = v2 !== undefined && config.grpcPort > 0 ? new GrpcFront(v2, config, logger) : undefined;
     if (grpc !== undefined) {
       try {
         const port = await grpc.listen();
