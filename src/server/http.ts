@@ -23,6 +23,9 @@ import type { ApiDocs } from "./docs.js";
 import { requestIdOf } from "./request-id.js";
 import type { Route } from "./route.js";
 
+/** How long a drain waits with no request arriving before it ends: clients still sending get their 503 first. */
+const QUIET_MS = 100;
+
 /** One request being taken, as `accept` passes it on. */
 interface Incoming {
   path: string;
@@ -62,6 +65,8 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   /** Set when the server gave up: the answer of every request accepted from then on. */
   #abandoned: ShoalError | undefined;
   #drained: (() => void) | undefined;
+  /** When the last request arrived (performance.now() clock). */
+  #lastArrival = 0;
 
   /** `delegates` make the handlers of path prefixes, with what the front lends them. */
   constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics, docs: ApiDocs, logger: Logger, delegates: ((intake: Intake) => Delegate)[] = []) {
@@ -128,13 +133,13 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   }
 
   /**
-   * Stops taking requests and resolves when every accepted request is answered, or after
-   * `timeoutMs`, when those still open are answered 503. The port stays open meanwhile, so new
-   * requests and probes get a clear 503 rather than a refused connection.
+   * Stops taking requests and resolves once every accepted request is answered and none has
+   * arrived for {@link QUIET_MS}, or after `timeoutMs`, when those still open are answered 503.
+   * Meanwhile new requests get a 503 that ends their connection, rather than a connection
+   * refused, or reset under a client still sending on it.
    */
   drain(timeoutMs: number): Promise<void> {
     this.#draining = true;
-    if (this.#inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => {
       // What is unanswered then (a stream, say) gets a 503 or an error event, and its generator
       // is aborted, rather than holding its worker and the exit for up to --stream-timeout.
@@ -143,10 +148,18 @@ export class HttpFront implements Intake, Answered, BuiltinState {
         this.abandon(new ShoalError("SHUTTING_DOWN", "the server is shutting down"));
         resolve();
       }, timeoutMs);
-      this.#drained = () => {
-        clearTimeout(timer);
-        resolve();
+      const settle = () => {
+        const quietFor = performance.now() - this.#lastArrival;
+        if (this.#inFlight > 0) return;
+        if (quietFor < QUIET_MS) setTimeout(settle, QUIET_MS - quietFor);
+        else {
+          this.#drained = undefined;
+          clearTimeout(timer);
+          resolve();
+        }
       };
+      this.#drained = settle;
+      settle();
     });
   }
 
@@ -181,6 +194,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     const requestId = requestIdOf(req.headers["x-request-id"]);
     const connection = Connection.of(req.socket);
     const arrival = connection === undefined ? performance.now() : connection.received({ req, res, requestId });
+    this.#lastArrival = arrival;
     // A socket error after the answer started (a client gone mid-write) must not become an
     // unhandled 'error' event.
     res.on("error", destroyResponse);
