@@ -55,6 +55,24 @@ describe("the V2 gRPC service", () => {
     assert.deepEqual(config.dynamic_batching.preferred_batch_size, [16]);
   });
 
+  test("advertises HTTP/2 windows that fit the largest request, so a large tensor is not held back by flow control", async () => {
+    const { connect } = await import("node:http2");
+    const session = connect(`http://127.0.0.1:${port}`);
+    try {
+      const settings = await new Promise<{ initialWindowSize?: number }>((resolve, reject) => {
+        session.once("error", reject);
+        // The first SETTINGS frame is the default one; the widened window follows it at once.
+        session.on("remoteSettings", (remote) => {
+          if ((remote.initialWindowSize ?? 0) > 65_535) resolve(remote);
+        });
+        setTimeout(() => resolve(session.remoteSettings), 5000);
+      });
+      assert.equal(settings.initialWindowSize, 200_000 + 5, "--max-request-size and the gRPC frame's 5-byte prefix");
+    } finally {
+      session.close();
+    }
+  });
+
   test("infers with raw contents: ids, parameters and requested outputs", async () => {
     const response = await client.call("ModelInfer", {
       model_name: "echo",

@@ -3,6 +3,7 @@
  * checking and server reflection. It serves the models of the same catalog and shared pool as
  * the REST API under `/v2`, and its inference requests go through the HTTP front's intake.
  */
+import type { Http2Server, ServerHttp2Session } from "node:http2";
 import { Server as GrpcServer, ServerCredentials, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData, type ServerUnaryCall } from "@grpc/grpc-js";
 import { loadSync, type PackageDefinition } from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
@@ -102,8 +103,11 @@ export class GrpcFront {
     const host = address.includes(":") ? `[${address}]` : address;
     return new Promise((resolve, reject) => {
       this.#server.bindAsync(`${host}:${grpcPort}`, ServerCredentials.createInsecure(), (err, port) => {
-        if (err === null) resolve(port);
-        else reject(new Error(/in use/i.test(err.message) ? `${address}:${grpcPort} is already in use; choose another port with --grpc-port` : `cannot listen on ${address}:${grpcPort} for gRPC: ${err.message}`));
+        if (err === null) {
+          // A request's gRPC frame: its message and 5 bytes of length prefix.
+          widenWindows(this.#server, this.config.maxRequestSize + 5);
+          resolve(port);
+        } else reject(new Error(/in use/i.test(err.message) ? `${address}:${grpcPort} is already in use; choose another port with --grpc-port` : `cannot listen on ${address}:${grpcPort} for gRPC: ${err.message}`));
       });
     });
   }
@@ -159,5 +163,23 @@ export class GrpcFront {
         end?.();
       }
     }
+  }
+}
+
+// Large tensors: node:http2 lets a sender have 64 KiB in flight on a stream and on a connection
+// before it must wait for the receiver's WINDOW_UPDATE, and @grpc/grpc-js has no server option to
+// raise it (its client has grpc-node.flow_control_window): a 1 MiB tensor took 16 round trips.
+// Each session of the server's HTTP/2 listeners (which grpc-js keeps as `http2Servers`; without
+// them, nothing changes) gets windows the size of the largest request (--max-request-size), so a
+// request arrives in one go; what arrives is still bounded by that size and the byte budget.
+function widenWindows(server: GrpcServer, bytes: number): void {
+  const listeners = (server as unknown as { http2Servers?: Map<Http2Server, unknown> }).http2Servers;
+  const window = Math.min(bytes, 2 ** 31 - 1);
+  for (const listener of listeners?.keys() ?? []) {
+    listener.on("session", (session: ServerHttp2Session) => {
+      if (typeof session.setLocalWindowSize !== "function") return;
+      session.setLocalWindowSize(window);
+      session.settings({ initialWindowSize: window });
+    });
   }
 }
