@@ -24,7 +24,10 @@ describe("the OpenAI API", () => {
     const models = await client.models.list();
     assert.deepEqual(
       models.data.map((m) => [m.id, m.object, m.owned_by]),
-      [["echo", "model", "shoal"]],
+      [
+        ["echo", "model", "shoal"],
+        ["garbled", "model", "shoal"],
+      ],
     );
   });
 
@@ -118,5 +121,18 @@ describe("the OpenAI API", () => {
     const content = doc.paths["/generate"]!.post.responses["200"]!.content;
     assert.deepEqual(Object.keys(content), ["text/event-stream", "application/x-ndjson", "application/json"]);
     assert.deepEqual(content["application/json"]!.schema, { $ref: "#/components/schemas/EchoLM_1.output" }, "each chunk has the output schema");
+  });
+
+  test("a Worker whose answer the API cannot read fails its request, in OpenAI's shape, and the server serves on", async () => {
+    await assert.rejects(client.completions.create({ model: "garbled", prompt: "x" }), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.InternalServerError);
+      assert.match(err.message, /encoding error: the Worker's answer does not fit this API/);
+      return true;
+    });
+    const res = await fetch(`${url}/v1/completions`, { method: "POST", body: JSON.stringify({ model: "garbled", prompt: "x", stream: true }) });
+    assert.equal(res.status, 500, "the first chunk failed: nothing was streamed yet");
+    assert.equal(((await res.json()) as { error: { type: string } }).error.type, "server_error");
+    const after = await client.completions.create({ model: "echo", prompt: "still here", max_tokens: 2 });
+    assert.equal(after.choices[0]!.text, "still here");
   });
 });

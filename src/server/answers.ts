@@ -83,7 +83,11 @@ export class Exchange implements Reply {
       return;
     }
     if (this.res.destroyed) return;
-    if (this.dialect?.answer !== undefined) body = this.dialect.answer(body);
+    if (this.dialect?.answer !== undefined) {
+      const shaped = this.#shaped(this.dialect.answer, body);
+      if (shaped === undefined) return;
+      body = shaped;
+    }
     // A large answer goes compressed when the client takes an encoding Shoal has.
     const encoding = body.byteLength >= MIN_COMPRESSED_BYTES ? responseEncoding(this.res.req.headers["accept-encoding"]) : undefined;
     if (encoding === undefined) this.#send(body, contentType, headers);
@@ -110,12 +114,28 @@ export class Exchange implements Reply {
   }
 
   chunk(body: Uint8Array): void {
-    this.#open().write(this.dialect?.chunk === undefined ? body : this.dialect.chunk(body));
+    const shaped = this.dialect?.chunk === undefined ? body : this.#shaped(this.dialect.chunk, body);
+    if (shaped !== undefined) this.#open().write(shaped);
   }
 
   end(): void {
     this.#open();
     this.#endStream(undefined);
+  }
+
+  // What a Worker made, in the dialect's shape; a Worker's output the dialect cannot read (not
+  // the text-generation contract's JSON, say) fails the request, never the server.
+  #shaped(shape: (bytes: Uint8Array) => Uint8Array, bytes: Uint8Array): Uint8Array | undefined {
+    try {
+      return shape.call(this.dialect, bytes);
+    } catch (err) {
+      const why = err instanceof ShoalError ? err.publicMessage : err instanceof Error ? err.message : String(err);
+      const error = new ShoalError("ENCODING", `the Worker's answer does not fit this API: ${why}`);
+      // A chunk's task is still under way (its worker is told to stop); an answer's has settled.
+      if (this.task.settled) this.fail(error);
+      else this.task.fail(error);
+      return undefined;
+    }
   }
 
   // The stream, started at its first chunk: from then on the whole stream's deadline holds.
