@@ -23,7 +23,7 @@ export interface StageContext {
   capacity: number;
   /** Default cap on one forward call, in ms (the server's `--timeout`). */
   timeoutMs: number;
-  /** Default cap on a streaming stage's batch, every stream of it to its end, in ms (the server's `--stream-timeout`). */
+  /** A stream's deadline, in ms (the server's `--stream-timeout`): a streaming stage's batch may run this long and `timeoutMs` more. */
   streamTimeoutMs: number;
   channel: ChannelFactory;
   /** What one request may make a worker allocate. */
@@ -71,7 +71,9 @@ export class Stage implements Step, Chooser, Delivery {
         name,
         num: options.num,
         boot: (workerId) => ({ moduleUrl: context.moduleUrl, stageIndex: index, stageName: name, className, workerId, maxBatchSize: options.maxBatchSize, num: options.num, limits: context.limits }),
-        timeoutMs: options.timeoutMs ?? (options.stream === undefined ? context.timeoutMs : Math.max(context.timeoutMs, context.streamTimeoutMs)),
+        // A streaming batch runs as long as its streams: the requests' own deadline ends a stream
+        // (an error event, its generator aborted) before the pool gives up on the worker.
+        timeoutMs: options.timeoutMs ?? (options.stream === undefined ? context.timeoutMs : context.streamTimeoutMs + context.timeoutMs),
         concurrency: options.maxActive,
         env: options.env,
         channel: context.channel,
