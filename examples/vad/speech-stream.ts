@@ -8,7 +8,7 @@
  */
 import { StepWorker, type RequestMeta, type StepResult } from "shoal";
 import type { InferenceSession, Tensor } from "onnxruntime-node";
-import { decodeAudio, FRAME_SECONDS, MODEL, STATE_SIZE, THRESHOLD, toAudio, type Audio } from "./voice-activity.js";
+import { decodeAudio, FRAME_SECONDS, MODEL, seconds, STATE_SIZE, THRESHOLD, toAudio, type Audio } from "./voice-activity.js";
 
 /** One recording under way. */
 interface Recording {
@@ -29,8 +29,6 @@ export interface Segment {
   start: number;
   end: number;
 }
-
-const seconds = (frames: number) => Math.round(frames * FRAME_SECONDS * 1000) / 1000;
 
 export class SpeechSegments extends StepWorker<Audio, Recording, Segment> {
   #session!: InferenceSession;

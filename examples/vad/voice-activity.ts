@@ -33,6 +33,8 @@ interface Detection {
 
 /** Length of one frame the model reads, in seconds. */
 export const FRAME_SECONDS = 0.096;
+/** A number of frames as seconds from the start, to the millisecond. */
+export const seconds = (frames: number) => Math.round(frames * FRAME_SECONDS * 1000) / 1000;
 /** The probability of speech from which a frame counts as speech. */
 export const THRESHOLD = 0.5;
 /** Elements of the model's recurrent state `h` (and of `c`): [2, 1, 64]. */
@@ -191,7 +193,6 @@ function resample(samples: Float32Array, from: number, to: number): Float32Array
 
 function segments(probabilities: number[]): { start: number; end: number }[] {
   const out: { start: number; end: number }[] = [];
-  const seconds = (frames: number) => Math.round(frames * FRAME_SECONDS * 1000) / 1000;
   probabilities.forEach((p, t) => {
     if (p < THRESHOLD) return;
     const last = out.at(-1);

@@ -89,6 +89,7 @@ export class Metrics {
   readonly #chunks: Histogram<"route">;
   readonly #activeStreams: Gauge<"route">;
   readonly #cancelled: Counter<"route" | "reason">;
+  readonly #streamRecorders = new Map<string, StreamMetrics>();
   readonly #workers = new Map<string, WorkerSnapshot>();
   readonly #answers = new Map<string, { latency: Histogram.Internal<"route" | "protocol">; byCode: Map<number, Counter.Internal> }>();
 
@@ -150,6 +151,13 @@ export class Metrics {
 
   /** The recorder of one route's streams. */
   streams(route: string): StreamMetrics {
+    let recorder = this.#streamRecorders.get(route);
+    if (recorder === undefined) this.#streamRecorders.set(route, (recorder = this.#streamRecorder(route)));
+    return recorder;
+  }
+
+  // Made once per route: a streamed request takes its route's, with no label lookup.
+  #streamRecorder(route: string): StreamMetrics {
     const firstChunk = this.#firstChunk.labels(route);
     const chunks = this.#chunks.labels(route);
     const active = this.#activeStreams.labels(route);

@@ -150,6 +150,8 @@ export class Pool<H> {
   // batches, the one that holds the fewest, so that sequences spread over the workers.
   #leastBusy(): number {
     let at = this.#idle.length - 1;
+    // A worker that holds one batch at most holds none while it is free.
+    if (this.#options.concurrency === undefined) return at;
     for (let i = at - 1; i >= 0; i--) if (this.#idle[i]!.flights.size < this.#idle[at]!.flights.size) at = i;
     return at;
   }
