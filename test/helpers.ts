@@ -17,6 +17,19 @@ export function fixture(name: string): string {
   return join(ROOT, "test", "fixtures", name);
 }
 
+/**
+ * The runtime that servers under test run on: `SHOAL_TEST_RUNTIME=bun` runs them with the `bun`
+ * found in PATH, anything else (or nothing) with this Node and tsx. The tests themselves always
+ * run on Node's test runner.
+ */
+export const RUNTIME: "node" | "bun" = process.env.SHOAL_TEST_RUNTIME === "bun" ? "bun" : "node";
+
+/** The command and arguments that run a server script (TypeScript or JavaScript) on {@link RUNTIME}. */
+export function runtimeCommand(script: string, args: readonly string[] = []): [string, string[]] {
+  if (RUNTIME === "bun") return ["bun", [script, ...args]];
+  return [process.execPath, script.endsWith(".ts") ? ["--import", "tsx", script, ...args] : [script, ...args]];
+}
+
 /** One JSON log line of the server. */
 export type LogLine = Record<string, unknown> & { msg?: string };
 
@@ -53,7 +66,8 @@ export class ServerProcess {
   #exited = false;
 
   constructor(script: string, args: string[], env: Record<string, string> = {}) {
-    this.proc = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+    const [command, argv] = runtimeCommand(script, args);
+    this.proc = spawn(command, argv, {
       cwd: ROOT,
       env: cleanEnv(env),
       stdio: ["ignore", "pipe", "pipe"],

@@ -5,10 +5,11 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { test } from "node:test";
-import { ROOT, fixture, post, waitFor } from "./helpers.js";
+import { ROOT, fixture, post, runtimeCommand, waitFor } from "./helpers.js";
 
 test("a plain JavaScript server runs under node without a loader", async () => {
-  const proc = spawn(process.execPath, [fixture("plain.mjs"), "--port", "0", "--address", "127.0.0.1"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const [command, args] = runtimeCommand(fixture("plain.mjs"), ["--port", "0", "--address", "127.0.0.1"]);
+  const proc = spawn(command, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
   proc.stderr!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
