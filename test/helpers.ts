@@ -24,6 +24,12 @@ export function fixture(name: string): string {
  */
 export const RUNTIME: "node" | "bun" = process.env.SHOAL_TEST_RUNTIME === "bun" ? "bun" : "node";
 
+/**
+ * Why a test of node:http's own handling of connections and malformed or late requests is
+ * skipped on Bun, whose Bun.serve does all of that itself (README: "On Bun"); undefined on Node.
+ */
+export const NODE_HTTP_ONLY = RUNTIME === "bun" ? "node:http's own handling; Bun.serve parses requests and keeps connections itself (README: On Bun)" : undefined;
+
 /** The command and arguments that run a server script (TypeScript or JavaScript) on {@link RUNTIME}. */
 export function runtimeCommand(script: string, args: readonly string[] = []): [string, string[]] {
   if (RUNTIME === "bun") return ["bun", [script, ...args]];

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { ByteBudget } from "../src/server/budget.js";
-import { assertError, fixture, post, rawRequest, send, sleep, startServer, type ServerProcess } from "./helpers.js";
+import { NODE_HTTP_ONLY, assertError, fixture, post, rawRequest, send, sleep, startServer, type ServerProcess } from "./helpers.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
 
 /** A response read off a raw connection. */
@@ -185,7 +185,7 @@ describe("requests node:http gives up on, late or malformed (--headers-timeout 1
     await server?.stop();
   });
 
-  test("headers sent a line at a time (slow loris) are answered 408 with our JSON body, and the connection closed", async () => {
+  test("headers sent a line at a time (slow loris) are answered 408 with our JSON body, and the connection closed", { skip: NODE_HTTP_ONLY }, async () => {
     const wire = await Wire.open(server.port);
     const start = performance.now();
     const lines = [`POST /inference HTTP/1.1\r\n`, ...Array.from({ length: 40 }, (_, i) => `x-pad-${i}: ${"y".repeat(10)}\r\n`)];
@@ -200,14 +200,14 @@ describe("requests node:http gives up on, late or malformed (--headers-timeout 1
     assert.notEqual(closed, undefined, "the connection was closed after the 408");
   });
 
-  test("a connection that sends nothing gets the same 408 and is closed", async () => {
+  test("a connection that sends nothing gets the same 408 and is closed", { skip: NODE_HTTP_ONLY }, async () => {
     const wire = await Wire.open(server.port);
     const res = await wire.response(5000);
     assertWireError(res, 408, "request timeout: the request headers did not arrive within 1000 ms");
     await wire.closed;
   });
 
-  test("a body trickled slower than --request-timeout is answered 408 by its route, and the connection closed", async () => {
+  test("a body trickled slower than --request-timeout is answered 408 by its route, and the connection closed", { skip: NODE_HTTP_ONLY }, async () => {
     const before = (await metric(server.url, "shoal_requests_total", 'route="/inference",code="408",protocol="http"')) ?? 0;
     const wire = await Wire.open(server.port);
     const start = performance.now();
@@ -223,7 +223,7 @@ describe("requests node:http gives up on, late or malformed (--headers-timeout 1
     assert.equal(await metric(server.url, "shoal_requests_total", 'route="/inference",code="408",protocol="http"'), before + 1, "the route counts its 408");
   });
 
-  test("a request node:http cannot parse gets our JSON 400 or 431, and the connection is closed", async () => {
+  test("a request node:http cannot parse gets our JSON 400 or 431, and the connection is closed", { skip: NODE_HTTP_ONLY }, async () => {
     const bad = await Wire.open(server.port);
     bad.write("NOT A REQUEST\r\n\r\n");
     assertWireError(await bad.response(), 400, /^bad request: malformed HTTP request \(HPE_\w+\)$/);
@@ -234,7 +234,7 @@ describe("requests node:http gives up on, late or malformed (--headers-timeout 1
     await big.closed;
   });
 
-  test("a malformed chunk in a route's body is a 400 counted by the route; the connection is closed and the bytes returned", async () => {
+  test("a malformed chunk in a route's body is a 400 counted by the route; the connection is closed and the bytes returned", { skip: NODE_HTTP_ONLY }, async () => {
     const before = (await metric(server.url, "shoal_requests_total", 'route="/inference",code="400",protocol="http"')) ?? 0;
     const wire = await Wire.open(server.port);
     wire.write(head("POST", "/inference", { "content-type": "application/json", "transfer-encoding": "chunked" }));
@@ -284,7 +284,7 @@ describe("deadlines count from a request's first byte (--timeout 1000)", () => {
     return { ...(await wire.response()), sentAt };
   }
 
-  test("a request whose head took 1.5 s is past its deadline when it has arrived: 408, not 200", async () => {
+  test("a request whose head took 1.5 s is past its deadline when it has arrived: 408, not 200", { skip: NODE_HTTP_ONLY }, async () => {
     const wire = await Wire.open(server.port);
     const res = await slowHead(wire, { sleep: 300 }, 1500);
     assertWireError(res, 408, "request timeout: no answer within 1000 ms");
@@ -300,7 +300,7 @@ describe("deadlines count from a request's first byte (--timeout 1000)", () => {
     wire.close();
   });
 
-  test("on a connection kept alive, the idle time before a request does not count; its own slow head does", async () => {
+  test("on a connection kept alive, the idle time before a request does not count; its own slow head does", { skip: NODE_HTTP_ONLY }, async () => {
     const wire = await Wire.open(server.port);
     wire.write(inference({ sleep: 10 }));
     assert.equal((await wire.response()).status, 200);
@@ -314,7 +314,7 @@ describe("deadlines count from a request's first byte (--timeout 1000)", () => {
   });
 });
 
-describe("--max-connections 4", () => {
+describe("--max-connections 4", { skip: NODE_HTTP_ONLY }, () => {
   let server: ServerProcess;
   before(async () => {
     server = await startServer(fixture("basic.ts"), { args: ["--max-connections", "4"] });
@@ -489,7 +489,7 @@ describe("paths cannot add metric series or take the server down", () => {
   });
 });
 
-describe("every request gets exactly one answer of our shape, and gets to read it", () => {
+describe("every request gets exactly one answer of our shape, and gets to read it", { skip: NODE_HTTP_ONLY }, () => {
   let server: ServerProcess;
   before(async () => {
     server = await startServer(fixture("basic.ts"));

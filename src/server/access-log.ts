@@ -1,4 +1,4 @@
-import type { IncomingMessage } from "node:http";
+import type { HttpRequest } from "./http-message.js";
 import type { Logger } from "../logger.js";
 import type { Step, Task } from "../scheduling/task.js";
 
@@ -40,7 +40,7 @@ export class AccessLog {
     return this.sample >= 1 || Math.random() < this.sample;
   }
 
-  write(req: IncomingMessage, entry: AccessEntry): void {
+  write(req: HttpRequest, entry: AccessEntry): void {
     const { task } = entry;
     const url = req.url ?? "";
     const q = url.indexOf("?");

@@ -1,4 +1,4 @@
-import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { OutgoingHttpHeaders, HttpResponse } from "./http-message.js";
 import { ShoalError } from "../errors.js";
 import type { Reply, Task } from "../scheduling/task.js";
 import type { AccessLog } from "./access-log.js";
@@ -12,7 +12,7 @@ import { StreamAnswer, type StreamOptions } from "./stream-answer.js";
 export const JSON_TYPE = "application/json";
 
 /** Answers with `value` as JSON; returns the body's bytes (0 when nothing could be answered). */
-export function sendJson(res: ServerResponse, requestId: string, status: number, value: unknown, headers?: OutgoingHttpHeaders): number {
+export function sendJson(res: HttpResponse, requestId: string, status: number, value: unknown, headers?: OutgoingHttpHeaders): number {
   if (res.headersSent || res.destroyed) return 0;
   const body = JSON.stringify(value);
   const bytes = Buffer.byteLength(body);
@@ -22,19 +22,19 @@ export function sendJson(res: ServerResponse, requestId: string, status: number,
 }
 
 /** Answers with a page of the API docs. */
-export function sendPage(res: ServerResponse, requestId: string, page: Page): void {
+export function sendPage(res: HttpResponse, requestId: string, page: Page): void {
   if (res.headersSent || res.destroyed) return;
   res.writeHead(200, { "content-type": page.contentType, "content-length": page.body.byteLength, "cache-control": page.cacheControl, "x-request-id": requestId });
   res.end(page.body);
 }
 
 /** Every error answer: the table's status and `{"error": "<prefix>: <detail>"}`; returns the body's bytes. */
-export function sendError(res: ServerResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders): number {
+export function sendError(res: HttpResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders): number {
   return sendJson(res, requestId, error.status, { error: error.publicMessage }, headers);
 }
 
 /** An error's answer: in the dialect's shape when the request has one, else Shoal's; returns the body's bytes. */
-export function sendFailure(res: ServerResponse, requestId: string, error: ShoalError, dialect: Dialect | undefined, headers?: OutgoingHttpHeaders): number {
+export function sendFailure(res: HttpResponse, requestId: string, error: ShoalError, dialect: Dialect | undefined, headers?: OutgoingHttpHeaders): number {
   return dialect?.error === undefined ? sendError(res, requestId, error, headers) : sendJson(res, requestId, error.status, dialect.error(error), headers);
 }
 
@@ -65,7 +65,7 @@ export class Exchange implements Reply {
     /** The path its answers are counted under. */
     readonly path: string,
     readonly arrival: number,
-    readonly res: ServerResponse,
+    readonly res: HttpResponse,
     readonly requestId: string,
     // The request body's bytes, held against the budget until the task settles.
     readonly hold: Hold,

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from "node:http";
+import type { HttpRequest } from "./http-message.js";
 import { ShoalError } from "../errors.js";
 import type { Hold } from "./budget.js";
 import type { Linger } from "./connection.js";
@@ -63,7 +63,7 @@ const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
  * A client that sent `Expect: 100-continue` has not sent its body yet: the front sends it
  * 100 Continue only once the body is read, so a body it declares too large is refused at once.
  */
-export function receiveBody(req: IncomingMessage, reading: BodyReading): void {
+export function receiveBody(req: HttpRequest, reading: BodyReading): void {
   const { limit, hold } = reading;
   const declared = req.headers["content-length"] === undefined ? -1 : Number(req.headers["content-length"]);
   const { bytes: spare, ms } = discardBounds(limit);
@@ -143,7 +143,7 @@ export function receiveBody(req: IncomingMessage, reading: BodyReading): void {
  * body over `limit` is the caller's to answer (`tooLarge`); the front answers a body node:http
  * gave up on.
  */
-export function readBody(req: IncomingMessage, limit: number, done: (body: Body) => void, tooLarge: (close: boolean) => void): void {
+export function readBody(req: HttpRequest, limit: number, done: (body: Body) => void, tooLarge: (close: boolean) => void): void {
   const refused = (error: ShoalError, close: boolean) => {
     if (error.code === "BODY_TOO_LARGE") tooLarge(close);
   };

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { HttpRequest, HttpResponse } from "./http-message.js";
 import { ShoalError } from "../errors.js";
 import type { Metrics } from "../metrics/registry.js";
 import { sendError, sendJson, sendPage } from "./answers.js";
@@ -28,7 +28,7 @@ export interface BuiltinState {
  * Answers the server's own GET paths: `/`, `/healthz`, `/readyz`, `/metrics` and the API docs.
  * Any other path is a 404.
  */
-export function serveBuiltin(path: string, req: IncomingMessage, res: ServerResponse, requestId: string, front: BuiltinState): void {
+export function serveBuiltin(path: string, req: HttpRequest, res: HttpResponse, requestId: string, front: BuiltinState): void {
   const { metrics, docs } = front;
   const known = path === "/" || path === "/healthz" || path === "/readyz" || path === "/metrics" || docs.serves(path);
   if (!known) {

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { HttpRequest, HttpResponse } from "./http-message.js";
 import { ShoalError } from "../errors.js";
 import { corsScope, isPreflight, type AccessPolicy } from "./access.js";
 import { sendError } from "./answers.js";
@@ -9,7 +9,7 @@ import { sendError } from "./answers.js";
  * returned; any other request gets the CORS headers its answer will carry, set before any answer
  * is written (writeHead() merges them into every kind of answer).
  */
-export function answerCors(access: AccessPolicy, req: IncomingMessage, res: ServerResponse, requestId: string, path: string, isRoute: boolean): boolean {
+export function answerCors(access: AccessPolicy, req: HttpRequest, res: HttpResponse, requestId: string, path: string, isRoute: boolean): boolean {
   const scope = corsScope(path, isRoute);
   if (scope === undefined) return false;
   const origin = req.headers.origin;

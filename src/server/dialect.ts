@@ -1,4 +1,4 @@
-import type { IncomingMessage } from "node:http";
+import type { HttpRequest } from "./http-message.js";
 import type { ShoalError } from "../errors.js";
 import type { Step } from "../scheduling/task.js";
 
@@ -19,7 +19,7 @@ export interface DialectRequest {
  */
 export interface Dialect {
   /** Reads the request body. Throws a ShoalError for a request the API refuses. */
-  read?(body: Uint8Array, req: IncomingMessage): DialectRequest;
+  read?(body: Uint8Array, req: HttpRequest): DialectRequest;
   /** One chunk as the client gets it, from the chunk the Worker encoded. */
   chunk?(chunk: Uint8Array): Uint8Array;
   /** The one answer of a request that did not stream, from the body the Worker encoded. */

@@ -1,5 +1,4 @@
-import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server as NodeServer, type ServerResponse } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { AddressInfo } from "node:net";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -12,15 +11,16 @@ import { Exchange, sendError, sendFailure, type Answered } from "./answers.js";
 import type { Dialect, DialectRequest } from "./dialect.js";
 import type { Delegate, Intake } from "./intake.js";
 import { negotiate } from "./stream-answer.js";
-import { discardBounds, receiveBody, type Body } from "./body.js";
+import { receiveBody, type Body } from "./body.js";
 import { ByteBudget, type Hold } from "./budget.js";
 import { serveBuiltin, type BuiltinState, type Health } from "./builtin.js";
-import { answerClientError, httpLimits, type ClientError } from "./client-errors.js";
 import { decodeBody } from "./compression.js";
-import { Connection, type Linger } from "./connection.js";
 import { answerCors } from "./cors.js";
 import type { ApiDocs } from "./docs.js";
-import { requestIdOf } from "./request-id.js";
+import type { HttpRequest, HttpResponse, OutgoingHttpHeaders } from "./http-message.js";
+import { BunListener, isBun } from "./bun-listener.js";
+import { NodeListener } from "./node-listener.js";
+import type { Handle, Listener } from "./listener.js";
 import type { Route } from "./route.js";
 
 /** How long a drain waits with no request arriving before it ends: clients still sending get their 503 first. */
@@ -30,8 +30,8 @@ const QUIET_MS = 100;
 interface Incoming {
   path: string;
   steps: readonly Step[];
-  req: IncomingMessage;
-  res: ServerResponse;
+  req: HttpRequest;
+  res: HttpResponse;
   requestId: string;
   arrival: number;
   dialect: Dialect | undefined;
@@ -42,7 +42,8 @@ const DEFAULT_STREAM = streamPolicy("", true)!;
 
 /**
  * The HTTP front: routing, body limits, deadlines, and the answer to every request. It never
- * runs user code nor decodes bodies: it hands bytes to the route's first stage.
+ * runs user code nor decodes bodies: it hands bytes to the route's first stage. Its listener is
+ * the runtime's own HTTP server: Bun.serve on Bun, node:http elsewhere.
  */
 export class HttpFront implements Intake, Answered, BuiltinState {
   readonly access: AccessPolicy;
@@ -51,7 +52,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   readonly health: Health;
   /** Set when the access log is on (`--access-log`, with a sample above 0). */
   readonly accessLog: AccessLog | undefined;
-  readonly #server: NodeServer;
+  readonly #listener: Listener;
   readonly #routes: Map<string, Route>;
   readonly #config: ServerConfig;
   readonly #delegates: Delegate[];
@@ -80,21 +81,13 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     this.#delegates = delegates.map((make) => make(this));
     this.#budget = new ByteBudget(config.maxInflightBytes);
     this.accessLog = config.accessLog && config.accessLogSample > 0 ? new AccessLog(logger, config.accessLogSample) : undefined;
-    // node:http's own answer to a request without Host is a bare 400: the front gives its own.
-    this.#server = createServer({ ...httpLimits(config), requireHostHeader: false }, (req, res) => this.#handle(req, res));
-    // net.Server closes connections past its maxConnections as soon as they are accepted.
-    if (config.maxConnections > 0) this.#server.maxConnections = config.maxConnections;
-    const linger: Linger = discardBounds(config.maxRequestSize);
-    this.#server.on("connection", (socket: Socket) => Connection.track(socket, linger));
-    this.#server.on("clientError", (err: ClientError, socket: Socket) => answerClientError(err, socket, config));
-    // A client that sent `Expect: 100-continue` waits for it before sending its body: it gets it
-    // once its body is read, and a request answered without reading it is answered at once.
-    this.#server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
-      req.once("resume", () => {
-        if (!res.headersSent) res.writeContinue();
-      });
-      this.#handle(req, res);
-    });
+    const handle: Handle = (req, res, requestId, arrival) => this.#handle(req, res, requestId, arrival);
+    this.#listener = isBun() ? new BunListener(config, handle) : new NodeListener(config, handle);
+  }
+
+  /** The runtime's HTTP server the front runs on. */
+  get server(): Listener["name"] {
+    return this.#listener.name;
   }
 
   /** Requests accepted and not yet answered. */
@@ -113,23 +106,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
 
   /** Starts listening; rejects with a one-line message when the port cannot be had. */
   listen(): Promise<AddressInfo> {
-    const { port, address } = this.#config;
-    return new Promise((resolve, reject) => {
-      const onError = (err: NodeJS.ErrnoException) => {
-        const why =
-          err.code === "EADDRINUSE"
-            ? `${address}:${port} is already in use; choose another port with --port`
-            : err.code === "EACCES"
-              ? `no permission to listen on ${address}:${port}`
-              : `cannot listen on ${address}:${port}: ${err.message}`;
-        reject(new Error(why));
-      };
-      this.#server.once("error", onError);
-      this.#server.listen(port, address, () => {
-        this.#server.removeListener("error", onError);
-        resolve(this.#server.address() as AddressInfo);
-      });
-    });
+    return this.#listener.listen();
   }
 
   /**
@@ -180,24 +157,11 @@ export class HttpFront implements Intake, Answered, BuiltinState {
    * after `lingerMs`: cutting off an answer being written would reset the connection.
    */
   close(lingerMs = 1000): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.#server.closeAllConnections(), lingerMs);
-      this.#server.close(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-      this.#server.closeIdleConnections();
-    });
+    return this.#listener.close(lingerMs);
   }
 
-  #handle(req: IncomingMessage, res: ServerResponse): void {
-    const requestId = requestIdOf(req.headers["x-request-id"]);
-    const connection = Connection.of(req.socket);
-    const arrival = connection === undefined ? performance.now() : connection.received({ req, res, requestId });
+  #handle(req: HttpRequest, res: HttpResponse, requestId: string, arrival: number): void {
     this.#lastArrival = arrival;
-    // A socket error after the answer started (a client gone mid-write) must not become an
-    // unhandled 'error' event.
-    res.on("error", destroyResponse);
     try {
       this.#dispatch(req, res, requestId, arrival);
     } catch (err) {
@@ -209,14 +173,14 @@ export class HttpFront implements Intake, Answered, BuiltinState {
    * Answers 500 for an exception that escaped a handler, and logs it with its stack: a bug of
    * ours must cost one request, never the process.
    */
-  unexpected(err: unknown, res: ServerResponse, requestId: string): void {
+  unexpected(err: unknown, res: HttpResponse, requestId: string): void {
     this.#log.error({ requestId, err: err instanceof Error ? (err.stack ?? err.message) : String(err) }, "request handler failed");
     if (!res.headersSent) sendError(res, requestId, new ShoalError("SERVER", "the request could not be handled"));
     else res.destroy();
   }
 
   /** Runs `fn` (a callback of a request's, outside the handler's own call) under {@link unexpected}. */
-  guard(res: ServerResponse, requestId: string, fn: () => void): void {
+  guard(res: HttpResponse, requestId: string, fn: () => void): void {
     try {
       fn();
     } catch (err) {
@@ -224,7 +188,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     }
   }
 
-  #dispatch(req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number): void {
+  #dispatch(req: HttpRequest, res: HttpResponse, requestId: string, arrival: number): void {
     if (req.httpVersion === "1.1" && req.headers.host === undefined) {
       sendError(res, requestId, new ShoalError("BAD_REQUEST", "an HTTP/1.1 request must have a Host header"), { connection: "close" });
       return;
@@ -247,7 +211,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
    * Takes a POST for `path`: refuses it while draining or when its body is empty or too large,
    * and otherwise makes its task, with its deadline, and queues it at its first step.
    */
-  accept(path: string, steps: readonly Step[], req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, dialect?: Dialect): void {
+  accept(path: string, steps: readonly Step[], req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, dialect?: Dialect): void {
     const incoming: Incoming = { path, steps, req, res, requestId, arrival, dialect };
     if (req.method !== "POST") {
       // The path as the client wrote it: a V2 request's own path is its model's canonical one.
@@ -342,9 +306,3 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
   }
 }
-
-// One listener for every response, rather than a closure per request.
-function destroyResponse(this: ServerResponse): void {
-  this.destroy();
-}
-

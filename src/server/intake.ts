@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { HttpRequest, HttpResponse } from "./http-message.js";
 import type { AccessPolicy } from "./access.js";
 import type { ShoalError } from "../errors.js";
 import type { Protocol } from "../metrics/registry.js";
@@ -11,7 +11,7 @@ export interface Delegate {
   /** Paths equal to it or under it (`/v2`, `/v2/...`) are its own. */
   readonly prefix: string;
   /** `arrival`: the request's first byte, on the performance.now() clock. */
-  handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string, arrival: number): void;
+  handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void;
 }
 
 /** What the front lends a delegate when it is made: the one way a request is accepted, and the guards around handlers. */
@@ -24,11 +24,11 @@ export interface Intake {
    * body limits, deadline and answers as a route's; `dialect` reads its body and shapes its
    * answers for an API of its own.
    */
-  accept(path: string, steps: readonly Step[], req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, dialect?: Dialect): void;
+  accept(path: string, steps: readonly Step[], req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, dialect?: Dialect): void;
   /** Answers 500 for an exception that escaped a handler, and logs it. */
-  unexpected(err: unknown, res: ServerResponse, requestId: string): void;
+  unexpected(err: unknown, res: HttpResponse, requestId: string): void;
   /** Runs a callback of a request's under {@link Intake.unexpected}. */
-  guard(res: ServerResponse, requestId: string, fn: () => void): void;
+  guard(res: HttpResponse, requestId: string, fn: () => void): void;
   /** An empty share of the budget of request body bytes, for a body read by another front (gRPC). */
   hold(): Hold;
   /** Counts the task of a request taken by another front as in flight and queues it; the error is why it was refused. */

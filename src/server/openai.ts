@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { HttpRequest, HttpResponse } from "./http-message.js";
 import { z } from "zod";
 import { ShoalError } from "../errors.js";
 import type { Step } from "../scheduling/task.js";
@@ -54,7 +54,7 @@ export class OpenAIHandler implements Delegate {
     readonly front: Intake,
   ) {}
 
-  handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string, arrival: number): void {
+  handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void {
     const endpoint: Endpoint | undefined = path === "/v1/completions" ? "completions" : path === "/v1/chat/completions" ? "chat" : undefined;
     if (endpoint !== undefined) {
       this.front.accept(path, [], req, res, requestId, arrival, new OpenAIExchange(endpoint, this.models));

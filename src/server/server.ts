@@ -243,6 +243,7 @@ export class Server {
       {
         address: address.address,
         port: address.port,
+        http: front.server,
         routes: Object.fromEntries([...routes.values()].map((r) => [r.path, r.stages.map((s) => s.name)])),
         stages: stages.map((s) => ({ name: s.name, num: s.options.num, maxBatchSize: s.options.maxBatchSize, maxWaitMs: s.options.maxWaitMs })),
       },

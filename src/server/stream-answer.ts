@@ -1,4 +1,4 @@
-import type { ServerResponse } from "node:http";
+import type { HttpResponse } from "./http-message.js";
 import { ShoalError } from "../errors.js";
 import type { StreamMetrics } from "../metrics/registry.js";
 import type { StreamPolicy } from "../stage-options.js";
@@ -75,7 +75,7 @@ export class StreamAnswer {
   #keepAlive: NodeJS.Timeout | undefined;
 
   constructor(
-    readonly res: ServerResponse,
+    readonly res: HttpResponse,
     readonly task: Task,
     readonly options: StreamOptions,
     requestId: string,

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { HttpRequest, HttpResponse } from "./http-message.js";
 import { ShoalError } from "../errors.js";
 import type { Catalog } from "../models/catalog.js";
 import type { ModelVersion } from "../models/model-version.js";
@@ -50,7 +50,7 @@ export class V2Handler implements Delegate {
     readonly front: Intake,
   ) {}
 
-  handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string, arrival: number): void {
+  handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void {
     try {
       this.#route(req, res, path, requestId, arrival);
     } catch (err) {
@@ -59,7 +59,7 @@ export class V2Handler implements Delegate {
     }
   }
 
-  #route(req: IncomingMessage, res: ServerResponse, path: string, requestId: string, arrival: number): void {
+  #route(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void {
     const ok = (value: unknown) => sendJson(res, requestId, 200, value);
     if (path === "/v2" || path === "/v2/") {
       get(req, path);
@@ -174,7 +174,7 @@ export class V2Handler implements Delegate {
     return path;
   }
 
-  #infer(req: IncomingMessage, res: ServerResponse, requestId: string, arrival: number, name: string, version: string | undefined, action: string): void {
+  #infer(req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, name: string, version: string | undefined, action: string): void {
     // The model is looked up first, so that an unknown one is a 404 whatever the method.
     const target = this.find(name, version);
     // The generate extension types a request's fields by the model's inputs, as far as it knows them yet.
@@ -184,7 +184,7 @@ export class V2Handler implements Delegate {
   }
 
   // Reads a small JSON control body (empty is `{}`) and hands it over.
-  #control(req: IncomingMessage, res: ServerResponse, requestId: string, then: (body: Record<string, unknown>) => void): void {
+  #control(req: HttpRequest, res: HttpResponse, requestId: string, then: (body: Record<string, unknown>) => void): void {
     if (this.front.draining) throw new ShoalError("SHUTTING_DOWN", "the server is shutting down");
     readBody(
       req,
@@ -220,7 +220,7 @@ export function modelMetadata(catalog: Catalog, model: ModelVersion): { name: st
 /** A 405, with the methods the path takes for its `Allow` header. */
 class NotAllowed extends ShoalError {
   constructor(
-    req: IncomingMessage,
+    req: HttpRequest,
     path: string,
     readonly allow: string,
   ) {
@@ -237,10 +237,10 @@ function decodeSegment(segment: string): string {
   }
 }
 
-function get(req: IncomingMessage, path: string): void {
+function get(req: HttpRequest, path: string): void {
   if (req.method !== "GET" && req.method !== "HEAD") throw new NotAllowed(req, path, "GET, HEAD");
 }
 
-function post(req: IncomingMessage, path: string): void {
+function post(req: HttpRequest, path: string): void {
   if (req.method !== "POST") throw new NotAllowed(req, path, "POST");
 }

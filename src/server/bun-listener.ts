@@ -1,0 +1,321 @@
+import { EventEmitter } from "node:events";
+import type { AddressInfo } from "node:net";
+import type { ServerConfig } from "../config.js";
+import { discardBounds } from "./body.js";
+import type { HttpRequest, HttpResponse, IncomingHttpHeaders, OutgoingHttpHeaders } from "./http-message.js";
+import { listenError, type Handle, type Listener } from "./listener.js";
+import { requestIdOf } from "./request-id.js";
+
+// What Shoal uses of Bun's own API (no type package needed at build time).
+interface BunServer {
+  readonly port: number;
+  readonly hostname: string;
+  stop(closeActiveConnections?: boolean): Promise<void>;
+  /** Seconds a request's connection may stay silent before Bun closes it (0: no limit). */
+  timeout(request: Request, seconds: number): void;
+}
+interface BunServeOptions {
+  port: number;
+  hostname: string;
+  idleTimeout: number;
+  maxRequestBodySize: number;
+  development: boolean;
+  fetch(request: Request, server: BunServer): Response | Promise<Response>;
+  error(err: Error): Response;
+}
+interface BunGlobal {
+  serve(options: BunServeOptions): BunServer;
+}
+
+/** Whether this process runs on Bun. */
+export function isBun(): boolean {
+  return bun() !== undefined;
+}
+
+function bun(): BunGlobal | undefined {
+  return (globalThis as { Bun?: BunGlobal }).Bun;
+}
+
+// Bun's longest idle timeout, in seconds.
+const MAX_IDLE_S = 255;
+
+/**
+ * The front's listener on Bun.serve, Bun's native HTTP server: each Request becomes a
+ * {@link BunRequest} and {@link BunResponse} for the same handlers as node:http's, and the
+ * answer they write becomes the Response.
+ *
+ * What node:http does by flags and Bun does its own way: Bun parses requests and closes silent
+ * connections after `--keep-alive-timeout`, or the request's own deadline while one is under
+ * way; it refuses a body past `--max-request-size` plus the bytes a refused body may still send
+ * with a 413 of its own. `--headers-timeout`, `--request-timeout` and `--max-connections` are
+ * node:http's only.
+ */
+export class BunListener implements Listener {
+  readonly name = "Bun.serve";
+  readonly #config: ServerConfig;
+  readonly #handle: Handle;
+  #server: BunServer | undefined;
+
+  constructor(config: ServerConfig, handle: Handle) {
+    this.#config = config;
+    this.#handle = handle;
+  }
+
+  listen(): Promise<AddressInfo> {
+    const config = this.#config;
+    const { port, address } = config;
+    // A request under way may be silent up to its deadline (a stream's whole one included).
+    const busyS = Math.min(MAX_IDLE_S, Math.ceil(Math.max(config.timeoutMs, config.streamTimeoutMs) / 1000) + 1);
+    try {
+      this.#server = bun()!.serve({
+        port,
+        hostname: address,
+        idleTimeout: Math.min(MAX_IDLE_S, Math.ceil(config.keepAliveTimeoutMs / 1000)),
+        maxRequestBodySize: config.maxRequestSize + discardBounds(config.maxRequestSize).bytes,
+        development: false,
+        fetch: (request, server) => {
+          server.timeout(request, busyS);
+          const req = new BunRequest(request);
+          const res = new BunResponse(req);
+          this.#handle(req, res, requestIdOf(req.headers["x-request-id"]), performance.now());
+          return res.answer;
+        },
+        // Handlers never throw (the front guards them): this is Bun's last resort.
+        error: () => new Response(JSON.stringify({ error: "server error: the request could not be handled" }), { status: 500, headers: { "content-type": "application/json" } }),
+      });
+    } catch (err) {
+      return Promise.reject(listenError(err as NodeJS.ErrnoException, address, port));
+    }
+    const family = address.includes(":") ? "IPv6" : "IPv4";
+    return Promise.resolve({ port: this.#server.port, address, family });
+  }
+
+  close(lingerMs: number): Promise<void> {
+    const server = this.#server;
+    if (server === undefined) return Promise.resolve();
+    const timer = setTimeout(() => void server.stop(true), lingerMs);
+    return server.stop(false).then(() => clearTimeout(timer));
+  }
+}
+
+/** A Bun Request as the handlers read requests: its body comes as `data` events once read. */
+class BunRequest extends EventEmitter implements HttpRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly httpVersion = "1.1";
+  complete = false;
+  readonly socket: { destroy(): void };
+  readonly #request: Request;
+  #reading = false;
+  #gone = false;
+
+  constructor(request: Request) {
+    super();
+    this.#request = request;
+    this.method = request.method;
+    // Bun gives the absolute URL: the path and query are what follows its authority.
+    const full = request.url;
+    const at = full.indexOf("/", full.indexOf("//") + 2);
+    this.url = at < 0 ? "/" : full.slice(at);
+    this.headers = (request.headers as Headers & { toJSON(): IncomingHttpHeaders }).toJSON();
+    this.socket = { destroy: () => this.#leave() };
+    request.signal.addEventListener("abort", () => this.#leave(), { once: true });
+  }
+
+  /** The client left, or its connection is to be cut: no more body, and `close` for whoever waits. */
+  #leave(): void {
+    if (this.#gone) return;
+    this.#gone = true;
+    if (this.#reading && !this.complete) void this.#request.body?.cancel().catch(() => undefined);
+    this.emit("close");
+  }
+
+  /** Whether the client has left. */
+  get gone(): boolean {
+    return this.#gone;
+  }
+
+  /**
+   * Reads and drops a body nobody read, as its answer goes out: a client still sending could
+   * otherwise lose that answer to a reset.
+   */
+  unread(): void {
+    const body = this.#request.body;
+    if (this.#reading || this.#gone || body === null) return;
+    this.#reading = true;
+    void (async () => {
+      try {
+        for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) void chunk;
+      } catch {
+        this.#leave();
+      }
+    })();
+  }
+
+  // The body is read once someone listens for it.
+  override on(event: string | symbol, listener: (...args: any[]) => void): this {
+    super.on(event, listener);
+    if (event === "data" && !this.#reading) {
+      this.#reading = true;
+      void this.#read();
+    }
+    return this;
+  }
+
+  async #read(): Promise<void> {
+    const request = this.#request;
+    try {
+      if (request.headers.has("content-length")) {
+        // A body of known size comes whole, in a buffer of its own.
+        const bytes = await request.arrayBuffer();
+        if (bytes.byteLength > 0) this.emit("data", Buffer.from(bytes));
+      } else if (request.body !== null) {
+        for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+          if (this.#gone) return;
+          this.emit("data", Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        }
+      }
+    } catch {
+      // The client left while sending its body.
+      this.#leave();
+      return;
+    }
+    if (this.#gone) return;
+    this.complete = true;
+    this.emit("end");
+  }
+}
+
+/**
+ * A Response being written: the handlers' `writeHead` and `end` make it whole; a `write` before
+ * `end` starts it as a stream of the chunks written, whose backlog is `writableLength`.
+ */
+class BunResponse extends EventEmitter implements HttpResponse {
+  readonly req: BunRequest;
+  /** The Response, once its head is known. */
+  readonly answer: Promise<Response>;
+  headersSent = false;
+  writableEnded = false;
+  writableFinished = false;
+  shouldKeepAlive = true;
+  #destroyed = false;
+  #status = 200;
+  #headers: Record<string, string> = {};
+  #resolve!: (response: Response) => void;
+  #reject!: (err: Error) => void;
+  #stream: ReadableStreamDefaultController<Uint8Array> | undefined;
+  #closed = false;
+
+  constructor(req: BunRequest) {
+    super();
+    this.req = req;
+    this.answer = new Promise<Response>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    req.once("close", () => this.#close());
+  }
+
+  get destroyed(): boolean {
+    return this.#destroyed || this.req.gone;
+  }
+
+  get writableLength(): number {
+    const stream = this.#stream;
+    // A byte-counting queue's desired size is its high-water mark less what waits in it.
+    return stream === undefined ? 0 : Math.max(0, STREAM_HIGH_WATER - (stream.desiredSize ?? 0));
+  }
+
+  setHeader(name: string, value: string | number | readonly string[]): this {
+    this.#headers[name.toLowerCase()] = headerValue(value);
+    return this;
+  }
+
+  writeHead(status: number, headers?: OutgoingHttpHeaders): this {
+    this.#status = status;
+    if (headers !== undefined) {
+      for (const name in headers) {
+        const value = headers[name];
+        if (value !== undefined) this.#headers[name.toLowerCase()] = headerValue(value);
+      }
+    }
+    this.headersSent = true;
+    return this;
+  }
+
+  write(chunk: Uint8Array | string): boolean {
+    if (this.destroyed || this.writableEnded) return false;
+    const stream = this.#stream ?? this.#startStream();
+    stream.enqueue(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+    return (stream.desiredSize ?? 0) > 0;
+  }
+
+  end(chunk?: Uint8Array | string): this {
+    if (this.writableEnded || this.destroyed) return this;
+    this.writableEnded = true;
+    this.headersSent = true;
+    if (this.#stream !== undefined) {
+      if (chunk !== undefined && chunk.length > 0) this.#stream.enqueue(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+      this.#stream.close();
+    } else {
+      this.#resolve(new Response(chunk ?? null, { status: this.#status, headers: this.#finalHeaders() }));
+      this.req.unread();
+    }
+    this.writableFinished = true;
+    queueMicrotask(() => this.#close());
+    return this;
+  }
+
+  // Bun answers `Expect: 100-continue` itself when the body is read.
+  writeContinue(): void {}
+
+  destroy(): this {
+    if (this.#destroyed) return this;
+    this.#destroyed = true;
+    if (this.#stream !== undefined) this.#stream.error(new Error("answer cut off"));
+    else if (!this.writableEnded) this.#reject(new Error("answer cut off"));
+    this.#close();
+    return this;
+  }
+
+  #startStream(): ReadableStreamDefaultController<Uint8Array> {
+    this.headersSent = true;
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    const body = new ReadableStream<Uint8Array>(
+      {
+        start: (c) => {
+          controller = c;
+        },
+        // The client took what waited: a writer held back by a full buffer may go on.
+        pull: () => {
+          this.emit("drain");
+        },
+        cancel: () => this.req.socket.destroy(),
+      },
+      { highWaterMark: STREAM_HIGH_WATER, size: (chunk) => chunk.byteLength },
+    );
+    this.#stream = controller;
+    this.#resolve(new Response(body, { status: this.#status, headers: this.#finalHeaders() }));
+    return controller;
+  }
+
+  #finalHeaders(): Record<string, string> {
+    if (!this.shouldKeepAlive) this.#headers.connection = "close";
+    return this.#headers;
+  }
+
+  // `close` once: the answer has gone, or its client.
+  #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.emit("close");
+  }
+}
+
+// A streamed answer's buffer, in bytes, past which `write` says to wait for `drain`.
+const STREAM_HIGH_WATER = 64 * 1024;
+
+function headerValue(value: string | number | readonly string[]): string {
+  return typeof value === "string" ? value : typeof value === "number" ? String(value) : value.join(", ");
+}
