@@ -1,7 +1,6 @@
 import { EventEmitter } from "node:events";
 import type { AddressInfo } from "node:net";
 import type { ServerConfig } from "../config.js";
-import { discardBounds } from "./body.js";
 import type { HttpRequest, HttpResponse, IncomingHttpHeaders, OutgoingHttpHeaders } from "./http-message.js";
 import { listenError, type Handle, type Listener } from "./listener.js";
 import { requestIdOf } from "./request-id.js";
@@ -46,9 +45,7 @@ const MAX_IDLE_S = 255;
  *
  * What node:http does by flags and Bun does its own way: Bun parses requests and closes silent
  * connections after `--keep-alive-timeout`, or the request's own deadline while one is under
- * way; it refuses a body past `--max-request-size` plus the bytes a refused body may still send
- * with a 413 of its own. `--headers-timeout`, `--request-timeout` and `--max-connections` are
- * node:http's only.
+ * way. `--headers-timeout`, `--request-timeout` and `--max-connections` are node:http's only.
  */
 export class BunListener implements Listener {
   readonly name = "Bun.serve";
@@ -71,7 +68,8 @@ export class BunListener implements Listener {
         port,
         hostname: address,
         idleTimeout: Math.min(MAX_IDLE_S, Math.ceil(config.keepAliveTimeoutMs / 1000)),
-        maxRequestBodySize: config.maxRequestSize + discardBounds(config.maxRequestSize).bytes,
+        // The front's own body rules apply (the 413, the budget's 429, dropping a refused body).
+        maxRequestBodySize: Number.MAX_SAFE_INTEGER,
         development: false,
         fetch: (request, server) => {
           server.timeout(request, busyS);
@@ -287,9 +285,10 @@ class BunResponse extends EventEmitter implements HttpResponse {
         start: (c) => {
           controller = c;
         },
-        // The client took what waited: a writer held back by a full buffer may go on.
-        pull: () => {
-          this.emit("drain");
+        // The client took what waited: a writer held back by a full buffer may go on. Bun asks
+        // for more before its queue is below the mark, too.
+        pull: (c) => {
+          if ((c.desiredSize ?? 0) > 0) this.emit("drain");
         },
         cancel: () => this.req.socket.destroy(),
       },
@@ -300,8 +299,10 @@ class BunResponse extends EventEmitter implements HttpResponse {
     return controller;
   }
 
+  // Bun closes the connection of a request that said `connection: close` without saying so: the
+  // answer says it, or a client could send its next request on a connection being closed.
   #finalHeaders(): Record<string, string> {
-    if (!this.shouldKeepAlive) this.#headers.connection = "close";
+    if (!this.shouldKeepAlive || CLOSE.test(this.req.headers.connection ?? "")) this.#headers.connection = "close";
     return this.#headers;
   }
 
@@ -312,6 +313,8 @@ class BunResponse extends EventEmitter implements HttpResponse {
     this.emit("close");
   }
 }
+
+const CLOSE = /(?:^|[\s,])close(?:$|[\s,])/i;
 
 // A streamed answer's buffer, in bytes, past which `write` says to wait for `drain`.
 const STREAM_HIGH_WATER = 64 * 1024;
