@@ -142,7 +142,11 @@ export class GrpcFront {
     const token = call.metadata.get("authorization")[0];
     const refused = this.v2.front.access.control(undefined, typeof token === "string" ? token : undefined);
     if (refused !== undefined) throw refused.error;
-    return operation(call.request.model_name).then(() => ({}));
+    // Health checking hears of the change at once, not at the next look.
+    return operation(call.request.model_name).then(() => {
+      this.refresh();
+      return {};
+    });
   }
 
   // A handler's error as its call's status; anything but a ShoalError is a bug of ours: INTERNAL, logged.
