@@ -60,7 +60,7 @@ export class ModelHost {
       const { platform, inputs, outputs } = runner.worker.adapter;
       // The stage options' checks (and zod) are loaded only for a model that declares streaming.
       const declared = (cls as { streaming?: unknown }).streaming;
-      const stream = declared === undefined ? undefined : (await import("../stage-options.js")).streamPolicy(label, declared);
+      const stream = declared === undefined || declared === false ? undefined : (await import("../stage-options.js")).streamPolicy(label, declared);
       return { kind: "loaded", model: message.model, platform, inputs, outputs, ...(stream === undefined ? {} : { stream }) };
     } catch (err) {
       this.#cancelled.delete(message.model);
