@@ -1,8 +1,8 @@
 import { availableParallelism } from "node:os";
 
 /**
- * How glibc's malloc is set up for a process that holds models (docs/benchmarks.md, "Where the
- * memory goes"):
+ * How glibc's malloc is set up for a process that holds models (docs/benchmarks.md, "Memory per
+ * model and per worker"):
  *
  * - glibc raises its mmap threshold each time a large block is freed (up to 32 MiB), so that later
  *   blocks of that size come from the heap instead. The copies of the weights ONNX Runtime makes

@@ -309,12 +309,12 @@ export class BatchRunner<W extends Worker = Worker> {
   }
 }
 
-// The result of a batch of one, from a Worker that computes batches.
 // The schema tools (and zod) are loaded only for a Worker class that declares schemas, whose own
 // module has loaded zod already: a model host's workers never load it.
 let schemaModule: typeof import("../schema.js") | undefined;
 const schemaTools = async () => (schemaModule ??= await import("../schema.js"));
 
+// The result of a batch of one, from a Worker that computes batches.
 function onlyResult(outputs: unknown): unknown {
   if (!Array.isArray(outputs) || outputs.length !== 1) {
     const got = Array.isArray(outputs) ? `an array of ${outputs.length}` : typeof outputs;

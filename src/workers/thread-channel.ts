@@ -6,7 +6,8 @@ const ENTRY = new URL("./thread-main.js", import.meta.url);
 /**
  * The young generation of a shared pool's worker thread, in MiB. Left to V8, it grows to 16 MiB
  * under load in every worker, while a model host's garbage per request is a few small objects
- * around tensors that live outside the heap: 4 MiB holds them (see docs/benchmarks.md, memory).
+ * around tensors that live outside the heap: 4 MiB holds them (docs/benchmarks.md, "Memory per
+ * model and per worker"). A stage's workers keep V8's default.
  */
 const HOST_YOUNG_GENERATION_MB = 4;
 

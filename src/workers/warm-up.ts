@@ -54,9 +54,8 @@ async function drained(output: unknown): Promise<unknown[]> {
   return chunks;
 }
 
-// The values parsed by `schema`, or the values themselves when there is none. Rejects with the
-// first failure.
-// (schema.js, and zod with it, is loaded only then.)
+// The values parsed by `schema`, or the values themselves when there is none (schema.js, and zod
+// with it, is loaded only for a schema). Rejects with the first failure.
 async function conforming(schema: Schema | undefined, values: unknown[]): Promise<unknown[]> {
   if (schema === undefined) return values;
   const { parseItem } = await import("../schema.js");
