@@ -40,6 +40,9 @@ COPY --from=build /package/ ./
 # "shoal" from wherever they are: Node looks for it in /node_modules last.
 RUN mkdir -p /node_modules /models && ln -s /app /node_modules/shoal
 ENV NODE_ENV=production SHOAL_LOG_FORMAT=json SHOAL_GRPC_PORT=8001
+# glibc's malloc with large blocks mapped on their own: each ONNX model then costs its weights, not
+# 2-3 MiB more (src/workers/allocator.ts; shoal serve sets it itself only on Node 22.15 and later).
+ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=262144
 # A user with no other rights; numeric, so that Kubernetes can check runAsNonRoot.
 USER 10001:10001
 VOLUME /models

@@ -1,5 +1,5 @@
+import { createRequire } from "node:module";
 import { pino, type Logger } from "pino";
-import pretty from "pino-pretty";
 import type { ServerConfig } from "./config.js";
 
 export type { Logger };
@@ -25,7 +25,7 @@ export function createLogger(config: Pick<ServerConfig, "logLevel" | "logFormat"
   const options = { level: config.logLevel, base: { service: "shoal" }, hooks: { logMethod: collapsing(collapse) } };
   const logger =
     config.logFormat === "pretty"
-      ? pino(options, pretty({ colorize: Boolean(process.stdout.isTTY), ignore: "pid,hostname,service", sync: true }))
+      ? pino(options, loadPretty()({ colorize: Boolean(process.stdout.isTTY), ignore: "pid,hostname,service", sync: true }))
       : pino(options);
   const flush = logger.flush.bind(logger);
   logger.flush = (cb?: (err?: Error) => void) => {
@@ -33,6 +33,12 @@ export function createLogger(config: Pick<ServerConfig, "logLevel" | "logFormat"
     flush(cb);
   };
   return logger;
+}
+
+// pino-pretty and its dependencies (about 1 MiB of heap) are loaded only for pretty output. It is
+// CommonJS, so it loads synchronously.
+function loadPretty(): typeof import("pino-pretty").build {
+  return createRequire(import.meta.url)("pino-pretty") as typeof import("pino-pretty").build;
 }
 
 /**

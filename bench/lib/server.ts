@@ -9,7 +9,11 @@ import { descendants, killPids } from "./proctree.js";
 export interface ServerSpec {
   /** Short name used in results, e.g. "shoal". */
   name: string;
-  /** Script run with `node --import tsx` (path relative to `cwd`). */
+  /**
+   * Script run with `node` (path relative to `cwd`), with `--import tsx` when it is TypeScript: a
+   * compiled server such as `dist/cli/main.js` runs as `npx shoal` runs it, without tsx's hooks
+   * (which cost the process and each of its worker threads memory and start-up time).
+   */
   script: string;
   /** Another program to run instead of node (e.g. a Python peer): the script is then its first argument. */
   program?: string;
@@ -71,7 +75,7 @@ export function freePort(host = "127.0.0.1"): Promise<number> {
 export async function startServer(spec: ServerSpec): Promise<RunningServer> {
   installExitHook();
   const scriptArgs = [spec.script, ...spec.args.map((a) => a.replaceAll("{port}", String(spec.port)))];
-  const [file, argv] = pinned(spec.cpus, spec.program ?? process.execPath, spec.program === undefined ? ["--import", "tsx", ...scriptArgs] : scriptArgs);
+  const [file, argv] = pinned(spec.cpus, spec.program ?? process.execPath, spec.program !== undefined ? scriptArgs : /\.[cm]?ts$/.test(spec.script) ? ["--import", "tsx", ...scriptArgs] : scriptArgs);
   const command = shownCommand([file, ...argv], spec.cwd);
   const child = spawn(file, argv, { cwd: spec.cwd, env: { ...process.env, ...spec.env }, stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);

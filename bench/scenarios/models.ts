@@ -92,7 +92,8 @@ const SERVE = "dist/cli/main.js";
 const QUIET_FLAGS = ["--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json"];
 
 async function serve(root: string, name: string, args: string[], probe: ServerSpec["probe"], script = SERVE): Promise<RunningServer> {
-  return startServer({ name, script, args: [...args, ...QUIET_FLAGS], port: await freePort(), cwd: root, probe, startTimeoutMs: 120_000 });
+  // A model repository's gRPC service on a free port: 8001 may be taken.
+  return startServer({ name, script, args: [...args, ...QUIET_FLAGS], env: { SHOAL_GRPC_PORT: String(await freePort()) }, port: await freePort(), cwd: root, probe, startTimeoutMs: 120_000 });
 }
 
 interface MemorySample extends TreeMemory {

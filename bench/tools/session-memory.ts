@@ -6,7 +6,9 @@
  *
  * For each variant, a fresh child process creates `--sessions` sessions (cycling over the model
  * files given), runs one row through each, and reports the RSS growth per session after the
- * first. Shoal's ONNX runtime uses the "shoal" variant's options today.
+ * first. Shoal's ONNX runtime uses the "shoal" variant's options. Run it with and without
+ * `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=262144` (what `shoal serve` sets, see
+ * src/workers/allocator.ts) to see how much of the growth is glibc's heap rather than the session.
  */
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -19,6 +21,7 @@ const VARIANTS: Record<string, Record<string, unknown>> = {
   "no arena, no prepacking": { enableCpuMemArena: false, extra: { session: { disable_prepacking: "1" } } },
   "no memory pattern": { enableMemPattern: false },
   "initializers not in the arena": { extra: { session: { use_device_allocator_for_initializers: "1" } } },
+  "no graph optimisation": { graphOptimizationLevel: "disabled" },
 };
 
 async function child(variant: string, count: number, files: string[]): Promise<void> {

@@ -6,8 +6,18 @@
  * main module), so parsing them there registers the same stage, and `run()` returns at once.
  */
 import { readFileSync } from "node:fs";
-import { Command } from "commander";
-import { serveCommand } from "./serve.js";
+import { isMainThread } from "node:worker_threads";
+import { mallocTuned, withMallocTunables } from "../workers/allocator.js";
+
+// glibc reads how its malloc is set up only when the process starts (see allocator.ts): the
+// command starts itself again, in the same process, with that set. Node 22.15 and later can.
+const execve = (process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never }).execve;
+if (isMainThread && process.platform === "linux" && execve !== undefined && !mallocTuned(process.env)) {
+  execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], withMallocTunables(process.env));
+}
+
+const { Command } = await import("commander");
+const { serveCommand } = await import("./serve.js");
 
 const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 

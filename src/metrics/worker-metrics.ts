@@ -1,4 +1,10 @@
-import { Counter, Gauge, Histogram, Registry, type CounterConfiguration, type GaugeConfiguration, type HistogramConfiguration } from "prom-client";
+import { createRequire } from "node:module";
+import type { Counter, CounterConfiguration, Gauge, GaugeConfiguration, Histogram, HistogramConfiguration, MetricObjectWithValues, MetricValue, Registry } from "prom-client";
+
+// prom-client is loaded when a worker makes its first metric: most Workers make none, and it
+// costs each worker thread about 2 MiB of heap. It is CommonJS, so it loads synchronously.
+let promClient: typeof import("prom-client") | undefined;
+const loadPromClient = () => (promClient ??= createRequire(import.meta.url)("prom-client") as typeof import("prom-client"));
 
 /**
  * A worker's own Prometheus metrics. Metrics made here are reported to the coordinator every
@@ -15,18 +21,28 @@ import { Counter, Gauge, Histogram, Registry, type CounterConfiguration, type Ga
  * ```
  */
 export class WorkerMetrics {
-  readonly registry = new Registry();
+  #registry: Registry | undefined;
 
   counter<L extends string>(config: Omit<CounterConfiguration<L>, "registers">): Counter<L> {
-    return new Counter({ ...config, registers: [this.registry] });
+    return new (loadPromClient().Counter)({ ...config, registers: [this.#own()] });
   }
 
   gauge<L extends string>(config: Omit<GaugeConfiguration<L>, "registers">): Gauge<L> {
-    return new Gauge({ ...config, registers: [this.registry] });
+    return new (loadPromClient().Gauge)({ ...config, registers: [this.#own()] });
   }
 
   histogram<L extends string>(config: Omit<HistogramConfiguration<L>, "registers">): Histogram<L> {
-    return new Histogram({ ...config, registers: [this.registry] });
+    return new (loadPromClient().Histogram)({ ...config, registers: [this.#own()] });
+  }
+
+  /** The values of every metric made here; undefined while none is made. */
+  async values(): Promise<MetricObjectWithValues<MetricValue<string>>[] | undefined> {
+    if (this.#registry === undefined || this.#registry.getMetricsAsArray().length === 0) return undefined;
+    return this.#registry.getMetricsAsJSON();
+  }
+
+  #own(): Registry {
+    return (this.#registry ??= new (loadPromClient().Registry)());
   }
 }
 

@@ -1,6 +1,6 @@
 import { errorToWire, type ErrorCode, type WireError } from "../errors.js";
 import { REPORT_INTERVAL_MS } from "../metrics/worker-metrics.js";
-import { parseItem, toJsonSchema, type Schema } from "../schema.js";
+import type { Schema } from "../schema.js";
 import { warmUp } from "./warm-up.js";
 import type { RequestMeta, Worker, WorkerClass, WorkerLog } from "../worker.js";
 import type { StepWorker } from "../step-worker.js";
@@ -79,6 +79,8 @@ export class BatchRunner<W extends Worker = Worker> {
    * given.
    */
   static async start<W extends Worker>(cls: new () => W, boot: RunnerIdentity, send: Send, failures = STAGE_FAILURES): Promise<BatchRunner<W>> {
+    const declared = cls as unknown as WorkerClass;
+    if (declared.input !== undefined || declared.output !== undefined) await schemaTools();
     const worker = new cls();
     worker.workerId = boot.workerId;
     worker.stage = boot.stageName;
@@ -103,6 +105,7 @@ export class BatchRunner<W extends Worker = Worker> {
     if (this.#example !== undefined) message.example = this.#example;
     if (this.#input !== undefined || this.#output !== undefined) {
       message.schemas = {};
+      const { toJsonSchema } = schemaModule!;
       if (this.#input !== undefined) message.schemas.input = toJsonSchema(this.#input, "input");
       if (this.#output !== undefined) message.schemas.output = toJsonSchema(this.#output, "output");
     }
@@ -118,11 +121,11 @@ export class BatchRunner<W extends Worker = Worker> {
 
   // Sends the Worker's own metrics to the coordinator while it has any, when they change.
   #reportMetrics(send: Send): void {
-    const { registry } = this.worker.metrics;
+    const own = this.worker.metrics;
     let last = "";
     this.#metricsTimer = setInterval(async () => {
-      if (registry.getMetricsAsArray().length === 0) return;
-      const metrics = await registry.getMetricsAsJSON();
+      const metrics = await own.values();
+      if (metrics === undefined) return;
       const text = JSON.stringify(metrics);
       if (text === last) return;
       last = text;
@@ -306,6 +309,11 @@ export class BatchRunner<W extends Worker = Worker> {
   }
 }
 
+// The schema tools (and zod) are loaded only for a Worker class that declares schemas, whose own
+// module has loaded zod already: a model host's workers never load it.
+let schemaModule: typeof import("../schema.js") | undefined;
+const schemaTools = async () => (schemaModule ??= await import("../schema.js"));
+
 // The result of a batch of one, from a Worker that computes batches.
 function onlyResult(outputs: unknown): unknown {
   if (!Array.isArray(outputs) || outputs.length !== 1) {
@@ -319,7 +327,7 @@ function onlyResult(outputs: unknown): unknown {
 // else thrown (a refinement with a bug) is a 500 whose stack is logged.
 async function validate(schema: Schema, value: unknown): Promise<ItemResult> {
   try {
-    return { ok: true, value: await parseItem(schema, value) };
+    return { ok: true, value: await schemaModule!.parseItem(schema, value) };
   } catch (err) {
     return { ok: false, error: errorToWire(err) };
   }

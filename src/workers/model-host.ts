@@ -1,5 +1,4 @@
 import { errorToWire } from "../errors.js";
-import { streamPolicy } from "../stage-options.js";
 import { BatchRunner, type RunnerIdentity, type Send } from "./batch-runner.js";
 import type { FromWorker, LoadMessage, RequestLimits, ToWorker } from "./messages.js";
 import { modelClass } from "./model-classes.js";
@@ -59,7 +58,9 @@ export class ModelHost {
       if (this.#cancelled.delete(message.model)) drop(runner);
       else this.#models.set(message.model, runner);
       const { platform, inputs, outputs } = runner.worker.adapter;
-      const stream = streamPolicy(label, (cls as { streaming?: unknown }).streaming);
+      // The stage options' checks (and zod) are loaded only for a model that declares streaming.
+      const declared = (cls as { streaming?: unknown }).streaming;
+      const stream = declared === undefined || declared === false ? undefined : (await import("../stage-options.js")).streamPolicy(label, declared);
       return { kind: "loaded", model: message.model, platform, inputs, outputs, ...(stream === undefined ? {} : { stream }) };
     } catch (err) {
       this.#cancelled.delete(message.model);

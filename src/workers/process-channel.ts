@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { errorToWire } from "../errors.js";
+import { withMallocTunables } from "./allocator.js";
 import type { Channel, ChannelEvents, ChannelFactory } from "./channel.js";
 import type { ItemResult, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
 import { signalExit } from "./restart-policy.js";
@@ -80,7 +81,7 @@ class ProcessChannel implements Channel {
   #spawn(path: string, env: Record<string, string> | undefined): void {
     if (this.#terminated) return;
     const child = spawn(process.execPath, [...process.execArgv, ENTRY, ...process.argv.slice(2)], {
-      env: { ...process.env, ...env, [SOCKET_ENV]: path },
+      env: withMallocTunables({ ...process.env, ...env, [SOCKET_ENV]: path }),
       stdio: ["ignore", "inherit", "inherit"],
       // Its own process group, so that Ctrl-C in a terminal reaches only the coordinator, which
       // drains and then stops its workers, as it does with threads.

@@ -1,4 +1,4 @@
-import { parseItem, type Schema } from "../schema.js";
+import type { Schema } from "../schema.js";
 import type { RequestMeta } from "../worker.js";
 import { isAsyncIterable } from "./item-stream.js";
 import type { RunnerIdentity } from "./batch-runner.js";
@@ -54,10 +54,12 @@ async function drained(output: unknown): Promise<unknown[]> {
   return chunks;
 }
 
-// The values parsed by `schema`, or the values themselves when there is none. Rejects with the
-// first failure.
-function conforming(schema: Schema | undefined, values: unknown[]): Promise<unknown[]> {
-  return schema === undefined ? Promise.resolve(values) : Promise.all(values.map((value) => parseItem(schema, value)));
+// The values parsed by `schema`, or the values themselves when there is none (schema.js, and zod
+// with it, is loaded only for a schema). Rejects with the first failure.
+async function conforming(schema: Schema | undefined, values: unknown[]): Promise<unknown[]> {
+  if (schema === undefined) return values;
+  const { parseItem } = await import("../schema.js");
+  return Promise.all(values.map((value) => parseItem(schema, value)));
 }
 
 function preview(value: unknown): string {
