@@ -20,8 +20,8 @@ export interface Runtime {
   version: string;
 }
 
-/** How to install the pinned Bun, for messages and docs. */
-export const BUN_INSTALL = "npm ci --prefix runtimes";
+/** How to install the pinned Bun. */
+const BUN_INSTALL = "npm ci --prefix runtimes";
 
 /** Bun, or why it cannot be used. Looked up once per process. */
 export type BunLookup = { runtime: Runtime; missing?: undefined } | { runtime?: undefined; missing: string };
@@ -54,13 +54,13 @@ export function findBun(root: string): BunLookup {
 }
 
 /**
- * The same server as `c`, run by Bun (`bun <script> ...`: Bun runs TypeScript itself) under the name
- * `<name>-bun`; without Bun, a contender that is not measured and says why.
+ * The same server as `c`, run by Bun (`bun <script> ...`: Bun runs TypeScript itself), named
+ * `<name>-bun` and described by `config`; without Bun, a contender that is not measured and says why.
  */
-export function onBun(c: Contender, bun: BunLookup, config = `${c.config}; run by Bun`): Contender {
-  const twin = { ...c, name: `${c.name}-bun`, config };
-  if (bun.missing !== undefined || c.spec === undefined) return { ...twin, spec: undefined, unavailable: bun.missing ?? "no server to run" };
-  return { ...twin, spec: { ...c.spec, program: bun.runtime.program, runtime: "bun" } };
+export function onBun(c: Contender, bun: BunLookup, config: string): Contender {
+  if (c.spec === undefined) throw new Error(`${c.name} has no server to run on Bun`);
+  const twin: Contender = { ...c, name: `${c.name}-bun`, config, spec: { ...c.spec, program: bun.runtime?.program ?? "bun", runtime: "bun" } };
+  return bun.missing === undefined ? twin : { ...twin, unavailable: bun.missing };
 }
 
 /** A server's runtime as the results name it, e.g. "bun 1.4.5", from the run's versions. */

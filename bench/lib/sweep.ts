@@ -344,7 +344,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
     ...(s.against !== undefined ? { against: s.against } : {}),
     versions: {
       ...nodeVersions(root),
-      ...(chosen.some((c) => c.spec?.runtime === "bun") ? { bun: findBun(root).runtime?.version ?? "missing" } : {}),
+      ...(chosen.some((c) => c.unavailable === undefined && c.spec?.runtime === "bun") ? { bun: findBun(root).runtime?.version ?? "missing" } : {}),
       wrk: machine.wrk,
       ...(chosen.some((c) => c.spec?.runtime === "python") ? peerVersions(root) : {}),
     },
@@ -436,7 +436,7 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     String(c.socketErrors),
     "",
   ]);
-  for (const c of result.contenders) if (c.unavailable !== undefined) rows.push([c.name, c.runtime, "–", "n/a", "", "", "", "", "", "", "", "", `not measured: ${c.unavailable}`]);
+  for (const c of result.contenders) if (c.unavailable !== undefined) rows.push([c.name, runtimeOf(c.name), "–", "n/a", "", "", "", "", "", "", "", "", `not measured: ${c.unavailable}`]);
   const s = result.settings;
   const md = [
     `# ${result.title}`,
