@@ -1,8 +1,8 @@
 /**
- * The JavaScript runtimes a comparison runs its servers on: this Node (the harness's own), and Bun
- * when it is installed. Bun is looked for in BENCH_BUN, then in runtimes/ (pinned there, installed
- * by `npm ci --prefix runtimes`), then in PATH; without it the Bun contenders are reported as not
- * measured, saying why, and the others run as usual.
+ * The runtimes a comparison runs its servers on: the harness's own Node (`node --import tsx`, the
+ * default), Python for the peers, and Bun when it is installed. Bun is looked for in BENCH_BUN, then
+ * in runtimes/ (pinned there, installed by `npm ci --prefix runtimes`), then in PATH; without it the
+ * Bun contenders are reported as not measured, saying why, and the others run as usual.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
