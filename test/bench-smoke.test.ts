@@ -1,8 +1,9 @@
 /**
  * Keeps the comparison benchmarks from rotting: runs the Node side of each scenario (Shoal, and in
  * `model` its bare batching server; no Python peers, no PyPI) for about a second per point, with
- * small models, and checks the results it writes; and the before/after comparison (`--against`)
- * with this tree on both sides. Skipped when wrk is not installed.
+ * small models, and checks the results it writes; the same on Bun for `echo` and `model` when Bun
+ * is installed; and the before/after comparison (`--against`) with this tree on both sides.
+ * Skipped when wrk is not installed.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -10,6 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
+import { findBun } from "../bench/lib/runtimes.js";
 
 const root = join(import.meta.dirname, "..");
 const hasWrk = spawnSync("wrk", ["--version"]).error === undefined;
@@ -24,27 +26,73 @@ const SCENARIOS: Record<string, { extra: string[]; servers: string[] }> = {
   multimodel: { extra: ["--models", "3"], servers: ["shoal"] },
 };
 
+// The Bun side of the scenarios that have one: Shoal on Bun, and in `model` the bare Bun.serve server.
+const BUN_SCENARIOS: Record<string, { extra: string[]; servers: string[] }> = {
+  echo: { extra: [], servers: ["shoal-bun"] },
+  model: { extra: ["--model", "tiny"], servers: ["shoal-bun", "shoal-mp-bun", "bare-bun"] },
+};
+const bun = findBun(root);
+
 after(() => rmSync(results, { recursive: true, force: true }));
+
+interface SmokeResult {
+  contenders: { name: string; runtime: string; unavailable?: string }[];
+  cells: { server: string; connections: number; requestsPerSec: { median: number }; non2xx: number }[];
+}
+
+/** Runs a scenario briefly at 1 and 8 connections into `dir`; returns its JSON and what it printed. */
+function runBrief(name: string, servers: string[], extra: string[], dir: string, env: Record<string, string> = {}): { data: SmokeResult; output: string } {
+  const args = ["--import", "tsx", "bench/run.ts", name, "--servers", servers.join(","), "--duration", "1", "--rounds", "1", "--warmup", "1", "--connections", "1,8", "--quiet-wait", "0", "--results-dir", dir, ...extra];
+  const run = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", timeout: 120_000, env: { ...process.env, ...env } });
+  const output = `${run.stdout}\n${run.stderr}`;
+  assert.equal(run.status, 0, output);
+  return { data: JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8")) as SmokeResult, output };
+}
+
+/** Every server answered at both loads, without an error answer, and the files were written. */
+function checkMeasured(name: string, servers: string[], dir: string, data: SmokeResult): void {
+  for (const file of [`${name}.json`, `${name}.md`, `${name}-throughput.svg`, `${name}-latency.svg`]) assert.ok(existsSync(join(dir, file)), `${file} written`);
+  assert.deepEqual(
+    data.cells.map((c) => [c.server, c.connections]),
+    servers.flatMap((server) => [[server, 1], [server, 8]]),
+  );
+  for (const cell of data.cells) {
+    assert.ok(cell.requestsPerSec.median > 0, `${name}: ${cell.server} answered at ${cell.connections} connections`);
+    assert.equal(cell.non2xx, 0, `${name}: no error answers`);
+  }
+  assert.match(readFileSync(join(dir, `${name}-throughput.svg`), "utf8"), /^<svg[^>]*>[\s\S]*<polyline/);
+}
 
 describe("benchmark smoke test (Shoal side only)", { skip: hasWrk ? false : "wrk is not installed (apt-get install -y wrk): benchmark smoke test skipped" }, () => {
   for (const [name, { extra, servers }] of Object.entries(SCENARIOS)) {
     test(`npm run bench -- ${name} --servers ${servers.join(",")} writes its results`, () => {
-      const args = ["--import", "tsx", "bench/run.ts", name, "--servers", servers.join(","), "--duration", "1", "--rounds", "1", "--warmup", "1", "--connections", "1,8", "--quiet-wait", "0", "--results-dir", results, ...extra];
-      const run = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", timeout: 120_000 });
-      assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
-      for (const file of [`${name}.json`, `${name}.md`, `${name}-throughput.svg`, `${name}-latency.svg`]) assert.ok(existsSync(join(results, file)), `${file} written`);
-      const data = JSON.parse(readFileSync(join(results, `${name}.json`), "utf8")) as { cells: { server: string; connections: number; requestsPerSec: { median: number }; non2xx: number }[] };
-      assert.deepEqual(
-        data.cells.map((c) => [c.server, c.connections]),
-        servers.flatMap((server) => [[server, 1], [server, 8]]),
-      );
-      for (const cell of data.cells) {
-        assert.ok(cell.requestsPerSec.median > 0, `${name}: ${cell.server} answered at ${cell.connections} connections`);
-        assert.equal(cell.non2xx, 0, `${name}: no error answers`);
-      }
-      assert.match(readFileSync(join(results, `${name}-throughput.svg`), "utf8"), /^<svg[^>]*>[\s\S]*<polyline/);
+      const { data } = runBrief(name, servers, extra, results);
+      checkMeasured(name, servers, results, data);
+      for (const c of data.contenders) assert.equal(c.runtime, "node", `${c.name} runs on Node`);
     });
   }
+
+  describe("on Bun", { skip: bun.missing === undefined ? false : `${bun.missing}: the Bun contenders are not smoke-tested` }, () => {
+    for (const [name, { extra, servers }] of Object.entries(BUN_SCENARIOS)) {
+      test(`npm run bench -- ${name} --servers ${servers.join(",")} runs them on Bun and writes its results`, () => {
+        const dir = join(results, "bun");
+        const { data } = runBrief(name, servers, extra, dir);
+        checkMeasured(name, servers, dir, data);
+        for (const c of data.contenders) assert.equal(c.runtime, "bun", `${c.name} runs on Bun`);
+        assert.match(readFileSync(join(dir, `${name}.md`), "utf8"), new RegExp(`\\| ${servers[0]} \\| bun ${bun.runtime!.version.replaceAll(".", "\\.")} \\| 1 \\|`));
+      });
+    }
+  });
+
+  // Without Bun the Bun contenders are reported, not measured, and the others run as usual.
+  test("without Bun, npm run bench -- echo measures the Node servers and says why the Bun ones are not", () => {
+    const dir = join(results, "no-bun");
+    const { data, output } = runBrief("echo", ["shoal", "shoal-bun"], [], dir, { BENCH_BUN: join(results, "no-such-bun") });
+    checkMeasured("echo", ["shoal"], dir, data);
+    assert.match(data.contenders.find((c) => c.name === "shoal-bun")?.unavailable ?? "", /BENCH_BUN=.*no-such-bun does not run/);
+    assert.match(output, /shoal-bun not measured: BENCH_BUN=/);
+    assert.match(readFileSync(join(dir, "echo.md"), "utf8"), /\| shoal-bun \| bun \| – \| n\/a \|.*not measured: BENCH_BUN=/);
+  });
 
   // The before/after comparison, with this tree as both sides (the other side needs only dist/,
   // node_modules and bench/.cache, which this tree has).

@@ -100,6 +100,7 @@ type PeerSpec = NonNullable<Contender["spec"]>;
 export function mosecSpec(root: string, script: string, env: Record<string, string>, probe: PeerSpec["probe"]): PeerSpec {
   return {
     program: venvBin(root, "python"),
+    runtime: "python",
     script: join("bench", "peers", script),
     args: ["--port", "{port}", "--address", "127.0.0.1", "--log-level", "warning"],
     env: { OMP_NUM_THREADS: "1", ...env },
@@ -118,6 +119,7 @@ export function mlserverSpec(root: string, dir: string, env: Record<string, stri
   mkdirSync(metricsDir, { recursive: true });
   return {
     program: venvBin(root, "mlserver"),
+    runtime: "python",
     script: "start",
     args: [dir],
     env: {

@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { pinned, shownCommand, type CpuSet } from "./machine.js";
 import { descendants, killPids } from "./proctree.js";
+import type { RuntimeName } from "./runtimes.js";
 
 export interface ServerSpec {
   /** Short name used in results, e.g. "shoal". */
@@ -15,8 +16,10 @@ export interface ServerSpec {
    * (which cost the process and each of its worker threads memory and start-up time).
    */
   script: string;
-  /** Another program to run instead of node (e.g. a Python peer): the script is then its first argument. */
+  /** Another program to run instead of node (Bun, a Python peer): the script is then its first argument. */
   program?: string;
+  /** What the server runs on, for the results (default node). */
+  runtime?: RuntimeName;
   /** Arguments after the script; `{port}` is replaced by the port. */
   args: string[];
   port: number;

@@ -15,6 +15,7 @@ import { describeCpus, gitState, loadMeter, machineInfo, treeCpuSeconds, waitQui
 import { alternate, DISTURBED, disturbedBy } from "./measure.js";
 import { nodeVersions, peerVersions } from "./peers.js";
 import { fmtInt, fmtMs, markdownTable, textTable, writeResults } from "./results.js";
+import { findBun, runtimeLabel, type RuntimeName } from "./runtimes.js";
 import type { ScenarioContext } from "./scenario.js";
 import { freePort, startServer, type RunningServer, type ServerSpec } from "./server.js";
 import { spread, type Spread } from "./stats.js";
@@ -98,7 +99,7 @@ export interface SweepResult {
   versions: Record<string, string>;
   layout: { name: string; servers: string; wrk: string; note: string };
   settings: { connections: number[]; rounds: number; durationSec: number; warmupSec: number; quietWaitSec: number; retries: number };
-  contenders: { name: string; config: string; unavailable?: string; command?: string; path: string; body: string }[];
+  contenders: { name: string; runtime: RuntimeName; config: string; unavailable?: string; command?: string; path: string; body: string }[];
   cells: Cell[];
   points: Point[];
   /** Points measured again (`--retries`) because other processes disturbed them. */
@@ -209,7 +210,10 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
   const discarded: Point[] = [];
   try {
     for (const c of chosen) {
-      if (c.unavailable !== undefined || c.spec === undefined) continue;
+      if (c.unavailable !== undefined || c.spec === undefined) {
+        log(`  ${c.name} not measured: ${c.unavailable ?? "no way to start it"}`);
+        continue;
+      }
       log(`  starting ${c.name}: ${c.config}`);
       try {
         const port = await freePort();
@@ -338,11 +342,17 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
     machine,
     git: gitState(root),
     ...(s.against !== undefined ? { against: s.against } : {}),
-    versions: { ...nodeVersions(root), wrk: machine.wrk, ...(contenders.some((c) => c.spec?.program !== undefined) ? peerVersions(root) : {}) },
+    versions: {
+      ...nodeVersions(root),
+      ...(chosen.some((c) => c.unavailable === undefined && c.spec?.runtime === "bun") ? { bun: findBun(root).runtime?.version ?? "missing" } : {}),
+      wrk: machine.wrk,
+      ...(chosen.some((c) => c.spec?.runtime === "python") ? peerVersions(root) : {}),
+    },
     layout: { name: layout.name, servers: describeCpus(layout.server), wrk: describeCpus(layout.wrk), note: layout.note },
     settings: { connections: s.connections, rounds: common.rounds, durationSec: common.durationSec, warmupSec: common.warmupSec, quietWaitSec: s.quietWaitSec, retries: s.retries },
     contenders: chosen.map((c) => ({
       name: c.name,
+      runtime: c.spec?.runtime ?? "node",
       config: c.config,
       unavailable: c.unavailable ?? failed.get(c.name),
       command: servers.get(c.name)?.command,
@@ -408,10 +418,12 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     join(ctx.resultsDir, plots.latency),
     lineChart(series((c) => [c.requestsPerSec.median, c.p99Ms]), { title: `${result.title}: p99 latency against throughput`, xLabel: "requests/s (median)", yLabel: "p99 latency, ms" }),
   );
-  const headers = ["server", "conns", "req/s (median)", "req/s range", "p50 ms", "p90 ms", "p99 ms", "mean batch", "CPU µs/req", "non-2xx", "socket errors", "note"];
-  const align = ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"] as const;
+  const runtimeOf = (server: string) => runtimeLabel(result.contenders.find((c) => c.name === server)?.runtime ?? "node", result.versions);
+  const headers = ["server", "runtime", "conns", "req/s (median)", "req/s range", "p50 ms", "p90 ms", "p99 ms", "mean batch", "CPU µs/req", "non-2xx", "socket errors", "note"];
+  const align = ["l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"] as const;
   const rows = result.cells.map((c) => [
     c.server,
+    runtimeOf(c.server),
     String(c.connections),
     fmtInt(c.requestsPerSec.median),
     `${fmtInt(c.requestsPerSec.min)}–${fmtInt(c.requestsPerSec.max)}`,
@@ -424,7 +436,7 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     String(c.socketErrors),
     "",
   ]);
-  for (const c of result.contenders) if (c.unavailable !== undefined) rows.push([c.name, "–", "n/a", "", "", "", "", "", "", "", "", `not measured: ${c.unavailable}`]);
+  for (const c of result.contenders) if (c.unavailable !== undefined) rows.push([c.name, runtimeOf(c.name), "–", "n/a", "", "", "", "", "", "", "", "", `not measured: ${c.unavailable}`]);
   const s = result.settings;
   const md = [
     `# ${result.title}`,
@@ -439,7 +451,7 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     "",
     "## Servers",
     "",
-    ...result.contenders.map((c) => `- **${c.name}**: ${c.config}${c.unavailable !== undefined ? ` — **not measured: ${c.unavailable}**` : ""}; \`POST ${c.path}\` with \`${c.body}\`${c.command !== undefined ? `; started as \`${c.command}\`` : ""}`),
+    ...result.contenders.map((c) => `- **${c.name}** (${runtimeOf(c.name)}): ${c.config}${c.unavailable !== undefined ? ` — **not measured: ${c.unavailable}**` : ""}; \`POST ${c.path}\` with \`${c.body}\`${c.command !== undefined ? `; started as \`${c.command}\`` : ""}`),
     "",
     ...sections,
     "## Results",

@@ -3,7 +3,8 @@
  * batching by Shoal (`shoal serve`), Mosec and MLServer with the same settings — 2 workers with one
  * session of 1 intra-op thread each, batches of up to 32 rows, 5 ms wait — against a plain
  * node:http server running it per request, against the upper limit (the model run in-process at
- * batch 32 by 2 sessions × 1 thread), and beside the least a batching Node server can do.
+ * batch 32 by 2 sessions × 1 thread), and beside the least a batching server can do. Shoal and
+ * that bare server run on Node and, when Bun is installed (bench/lib/runtimes.ts), on Bun too.
  *
  * Unpinned: the servers need both cores for their 2 workers; wrk is light next to the model.
  */
@@ -13,6 +14,7 @@ import { join, relative } from "node:path";
 import { pack } from "msgpackr";
 import { pinned } from "../lib/machine.js";
 import { cacheDir, ensureMlp, ensurePeers, mlserverSpec, mosecSpec } from "../lib/peers.js";
+import { findBun, onBun } from "../lib/runtimes.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { spread } from "../lib/stats.js";
 import { peakRps, report, rps, sweep, sweepOptions, sweepSettings, wantsPeers, type Contender } from "../lib/sweep.js";
@@ -59,41 +61,48 @@ async function run(ctx: ScenarioContext): Promise<void> {
     probe,
     startTimeoutMs: 120_000,
   };
+  const shoal: Contender = {
+    name: "shoal",
+    shoal: true,
+    config: `\`shoal serve ${model}\` (shoal/onnx), ${batching}; JSON in and out, like the peers`,
+    spec: shoalSpec,
+    path: "/inference",
+    body,
+    batchMetric: "shoal_stage_batch_size",
+  };
+  const shoalMp: Contender = {
+    name: "shoal-mp",
+    shoal: true,
+    config: `the same Shoal server, with its binary alternative: \`application/msgpack\` bodies carrying the rows as raw float32 bytes (${relative(root, binaryFile)}), answers likewise`,
+    spec: shoalSpec,
+    path: "/inference",
+    body: "",
+    lua: join("bench", "lua", "post-file.lua"),
+    wrkEnv: { WRK_BODY_FILE: binaryFile, WRK_CONTENT_TYPE: "application/msgpack" },
+    batchMetric: "shoal_stage_batch_size",
+  };
+  const bare: Contender = {
+    name: "bare",
+    config: `bench/servers/bare-batched.mjs: the least a batching Node server does, for reference: node:http, a queue, and ${WORKERS} worker threads with a session of ${THREADS} intra-op thread each, batches of up to ${MAX_BATCH}, wait ${MAX_WAIT_MS} ms; no validation, metrics or deadlines; the same MessagePack bodies as shoal-mp`,
+    spec: {
+      script: "bench/servers/bare-batched.mjs",
+      args: ["--model", model, "--port", "{port}", "--address", "127.0.0.1", "--batch", String(MAX_BATCH), "--sessions", String(WORKERS), "--threads", String(THREADS), "--max-wait-ms", String(MAX_WAIT_MS)],
+      probe: { path: "/", body: "", status: 404 },
+      startTimeoutMs: 60_000,
+    },
+    path: "/inference",
+    body: "",
+    lua: join("bench", "lua", "post-file.lua"),
+    wrkEnv: { WRK_BODY_FILE: binaryFile, WRK_CONTENT_TYPE: "application/msgpack" },
+  };
+  const bun = findBun(root);
   const contenders: Contender[] = [
-    {
-      name: "shoal",
-      shoal: true,
-      config: `\`shoal serve ${model}\` (shoal/onnx), ${batching}; JSON in and out, like the peers`,
-      spec: shoalSpec,
-      path: "/inference",
-      body,
-      batchMetric: "shoal_stage_batch_size",
-    },
-    {
-      name: "shoal-mp",
-      shoal: true,
-      config: `the same Shoal server, with its binary alternative: \`application/msgpack\` bodies carrying the rows as raw float32 bytes (${relative(root, binaryFile)}), answers likewise`,
-      spec: shoalSpec,
-      path: "/inference",
-      body: "",
-      lua: join("bench", "lua", "post-file.lua"),
-      wrkEnv: { WRK_BODY_FILE: binaryFile, WRK_CONTENT_TYPE: "application/msgpack" },
-      batchMetric: "shoal_stage_batch_size",
-    },
-    {
-      name: "bare",
-      config: `bench/servers/bare-batched.mjs: the least a batching Node server does, for reference: node:http, a queue, and ${WORKERS} worker threads with a session of ${THREADS} intra-op thread each, batches of up to ${MAX_BATCH}, wait ${MAX_WAIT_MS} ms; no validation, metrics or deadlines; the same MessagePack bodies as shoal-mp`,
-      spec: {
-        script: "bench/servers/bare-batched.mjs",
-        args: ["--model", model, "--port", "{port}", "--address", "127.0.0.1", "--batch", String(MAX_BATCH), "--sessions", String(WORKERS), "--threads", String(THREADS), "--max-wait-ms", String(MAX_WAIT_MS)],
-        probe: { path: "/", body: "", status: 404 },
-        startTimeoutMs: 60_000,
-      },
-      path: "/inference",
-      body: "",
-      lua: join("bench", "lua", "post-file.lua"),
-      wrkEnv: { WRK_BODY_FILE: binaryFile, WRK_CONTENT_TYPE: "application/msgpack" },
-    },
+    shoal,
+    onBun(shoal, bun, `the same \`shoal serve\` run by Bun (\`bun dist/cli/main.js serve ...\`), ${batching}; JSON in and out`),
+    shoalMp,
+    onBun(shoalMp, bun, "Shoal on Bun with the MessagePack bodies of shoal-mp"),
+    bare,
+    onBun(bare, bun, "bench/servers/bare-batched.mjs run by Bun: the same queue, batching, worker threads and MessagePack bodies as bare, behind `Bun.serve`; Bun's ceiling"),
     {
       name: "mosec",
       config: `bench/peers/mosec_model.py: a batching Worker with onnxruntime, ${batching} (Mosec's default JSON serialize)`,
@@ -139,39 +148,44 @@ async function run(ctx: ScenarioContext): Promise<void> {
 
   const limit = spread(limitRuns);
   result.extra = { inProcessLimit: { samplesPerSec: limit, runs: limitRuns, batch: MAX_BATCH, sessions: WORKERS, threads: THREADS } };
-  const shoal = peakRps(result, "shoal");
+  const shoalPeak = peakRps(result, "shoal");
   const of = (server: string, connections?: number) => (connections === undefined ? peakRps(result, server) : rps(result, server, connections)) / limit.median;
   result.headline = [
     { what: "Shoal (JSON) req/s at 64 connections / in-process limit (samples/s)", value: of("shoal", 64), goal: 0.85, unit: "%" },
     { what: "Shoal (MessagePack, raw float32) req/s at 64 connections / in-process limit", value: of("shoal-mp", 64), goal: 0.85, unit: "%" },
     { what: "Shoal (JSON) peak req/s / in-process limit", value: of("shoal"), goal: 0.85, unit: "%" },
     { what: "Shoal (MessagePack) peak req/s / in-process limit", value: of("shoal-mp"), goal: 0.85, unit: "%" },
-    { what: "Shoal / Mosec peak req/s", value: shoal / peakRps(result, "mosec"), goal: 1, unit: "x" },
-    { what: "Shoal / MLServer peak req/s", value: shoal / peakRps(result, "mlserver"), goal: 1, unit: "x" },
-    { what: "Shoal / plain node:http peak req/s", value: shoal / peakRps(result, "plain"), goal: 5, unit: "x" },
+    { what: "Shoal on Bun (JSON) req/s at 64 connections / in-process limit", value: of("shoal-bun", 64), goal: 0.85, unit: "%" },
+    { what: "Shoal on Bun (MessagePack) req/s at 64 connections / in-process limit", value: of("shoal-mp-bun", 64), goal: 0.9, unit: "%" },
+    { what: "Shoal on Bun / bare Bun.serve server req/s at 64 connections (MessagePack)", value: rps(result, "shoal-mp-bun", 64) / rps(result, "bare-bun", 64), goal: 0.9, unit: "x" },
+    { what: "Shoal / Mosec peak req/s", value: shoalPeak / peakRps(result, "mosec"), goal: 1, unit: "x" },
+    { what: "Shoal / MLServer peak req/s", value: shoalPeak / peakRps(result, "mlserver"), goal: 1, unit: "x" },
+    { what: "Shoal / plain node:http peak req/s", value: shoalPeak / peakRps(result, "plain"), goal: 5, unit: "x" },
   ];
   const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : "n/a");
-  const bareRows = Number.isFinite(peakRps(result, "bare"))
-    ? [
-        "The bare batching server (`bare`, MessagePack only) shows what is left on this machine once HTTP, the kernel's TCP and wrk have had their share of the same cores: " +
-          `${pct(of("bare", 64))} of the limit at 64 connections and ${pct(of("bare"))} at its peak. ` +
-          `Shoal with the same bodies reaches ${pct(rps(result, "shoal-mp", 64) / rps(result, "bare", 64))} of the bare server at 64 connections and ${pct(peakRps(result, "shoal-mp") / peakRps(result, "bare"))} at the peak.`,
-        "",
-      ]
-    : [];
+  const bareRows = (bare: string, shoalMp: string, front: string) =>
+    Number.isFinite(peakRps(result, bare))
+      ? [
+          `The bare batching server on ${front} (\`${bare}\`, MessagePack only) shows what is left on this machine once HTTP, the kernel's TCP and wrk have had their share of the same cores: ` +
+            `${pct(of(bare, 64))} of the limit at 64 connections and ${pct(of(bare))} at its peak. ` +
+            `Shoal (\`${shoalMp}\`) with the same bodies reaches ${pct(rps(result, shoalMp, 64) / rps(result, bare, 64))} of the bare server at 64 connections and ${pct(peakRps(result, shoalMp) / peakRps(result, bare))} at the peak.`,
+          "",
+        ]
+      : [];
   report(ctx, result, [
     "## In-process limit",
     "",
     `\`bench/servers/onnx-limit.mjs\`: the same model at batch ${MAX_BATCH}, ${WORKERS} sessions (worker threads) × ${THREADS} intra-op thread, back to back, no HTTP or JSON, measured at the start of each round with the servers idle: ` +
       `**${Math.round(limit.median).toLocaleString("en-US")} samples/s** (median of ${limit.n}; ${Math.round(limit.min).toLocaleString("en-US")}–${Math.round(limit.max).toLocaleString("en-US")}).`,
     "",
-    ...bareRows,
+    ...bareRows("bare", "shoal-mp", "node:http"),
+    ...bareRows("bare-bun", "shoal-mp-bun", "Bun.serve"),
   ]);
 }
 
 export const scenario: Scenario = {
   name: "model",
-  summary: "A compute-bound ONNX MLP with batching: Shoal, Mosec, MLServer, plain node:http per request, a bare batching server, and the in-process limit.",
+  summary: "A compute-bound ONNX MLP with batching: Shoal (on Node and Bun), Mosec, MLServer, plain node:http per request, a bare batching server (node:http and Bun.serve), and the in-process limit.",
   options: { ...sweepOptions.options, model: { type: "string" } },
   help: { ...sweepOptions.help, "model <size>": "big (1024→4096→4096→1000, ~100 MB, default) or tiny (64→128→10, for a quick check)" },
   run,

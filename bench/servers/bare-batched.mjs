@@ -1,13 +1,16 @@
 /**
- * The least a batching Node server can do for the model scenario, as a reference for Shoal's
- * overhead: node:http on the main thread, a queue, and `--sessions` worker threads each with its
- * own onnxruntime session, fed batches of up to `--batch` requests (waiting at most
- * `--max-wait-ms` for a batch to fill). No validation, metrics, deadlines or errors worth the
- * name: MessagePack bodies in Shoal's binary tensor layout only
- * (`{"input": {"data": <float32 bytes>, "shape": [1, n], "type": "float32"}}`), answered likewise.
+ * The least a batching server can do for the model scenario, as a reference for Shoal's overhead:
+ * the runtime's own HTTP server on the main thread (node:http on Node, `Bun.serve` on Bun), a
+ * queue, and `--sessions` worker threads each with its own onnxruntime session, fed batches of up
+ * to `--batch` requests (waiting at most `--max-wait-ms` for a batch to fill). No validation,
+ * metrics, deadlines or errors worth the name: MessagePack bodies in Shoal's binary tensor layout
+ * only (`{"input": {"data": <float32 bytes>, "shape": [1, n], "type": "float32"}}`), answered
+ * likewise. Both fronts share the queue, the batching and the workers, so that the two runtimes'
+ * figures differ by their HTTP servers alone.
  * Plain JavaScript: Node 20 does not carry tsx's loader into worker threads.
  *
  *   node bench/servers/bare-batched.mjs --model bench/.cache/mlp-big.onnx --port 8002 --batch 32 --sessions 2 --threads 1
+ *   bun bench/servers/bare-batched.mjs --model bench/.cache/mlp-big.onnx --port 8002 --batch 32 --sessions 2 --threads 1
  */
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
@@ -30,7 +33,7 @@ if (isMainThread) {
   if (values.model === undefined) throw new Error("--model is required");
   const maxBatch = Number(values.batch);
   const maxWaitMs = Number(values["max-wait-ms"]);
-  /** @type {{body: Uint8Array, res: import("node:http").ServerResponse, at: number}[]} */
+  /** @type {{body: Uint8Array, reply: (answer: Uint8Array) => void, at: number}[]} */
   const queue = [];
   /** @type {Worker[]} */
   const idle = [];
@@ -63,35 +66,21 @@ if (isMainThread) {
       running.delete(worker);
       idle.push(worker);
       pump();
-      answers.forEach((body, i) => {
-        const { res } = batch[i];
-        res.writeHead(200, { "content-type": "application/msgpack", "content-length": body.byteLength });
-        res.end(body);
-      });
+      answers.forEach((body, i) => batch[i].reply(body));
     });
     idle.push(worker);
   }
 
+  /** Queues one request's body; `reply` sends its answer. */
+  const enqueue = (/** @type {Uint8Array} */ body, /** @type {(answer: Uint8Array) => void} */ reply) => {
+    queue.push({ body, reply, at: performance.now() });
+    pump();
+  };
   // It listens once every session is loaded, so any answer says it is ready: other paths get 404.
-  const server = createServer((req, res) => {
-    if (req.url !== "/inference") {
-      res.writeHead(404).end();
-      return;
-    }
-    const chunks = [];
-    req.on("data", (chunk) => chunks.push(chunk));
-    req.on("end", () => {
-      // A buffer of its own, so that it can move to the worker.
-      const body = new Uint8Array(Buffer.concat(chunks));
-      queue.push({ body, res, at: performance.now() });
-      pump();
-    });
-  });
-  server.listen(Number(values.port), values.address);
+  const close = typeof Bun === "undefined" ? listenNode(values, enqueue) : listenBun(values, enqueue);
   // Ending a thread inside a session's run aborts the process: exit once no batch is running.
   const stop = () => {
-    server.close();
-    server.closeAllConnections();
+    close();
     const exit = () => (running.size === 0 ? process.exit(0) : setTimeout(exit, 10));
     exit();
   };
@@ -119,4 +108,54 @@ if (isMainThread) {
     });
     parentPort.postMessage(answers, answers.map((a) => a.buffer));
   });
+}
+
+/**
+ * The node:http front: reads each body to the end and queues it. Returns what closes the server.
+ * @param {{port: string, address: string}} at
+ * @param {(body: Uint8Array, reply: (answer: Uint8Array) => void) => void} enqueue
+ */
+function listenNode(at, enqueue) {
+  const server = createServer((req, res) => {
+    if (req.url !== "/inference") {
+      res.writeHead(404).end();
+      return;
+    }
+    const chunks = [];
+    req.on("data", (chunk) => chunks.push(chunk));
+    req.on("end", () => {
+      // A buffer of its own, so that it can move to the worker.
+      enqueue(new Uint8Array(Buffer.concat(chunks)), (answer) => {
+        res.writeHead(200, { "content-type": "application/msgpack", "content-length": answer.byteLength });
+        res.end(answer);
+      });
+    });
+  });
+  server.listen(Number(at.port), at.address);
+  return () => {
+    server.close();
+    server.closeAllConnections();
+  };
+}
+
+/**
+ * The `Bun.serve` front: the same, each answer a Response resolved when its batch comes back.
+ * @param {{port: string, address: string}} at
+ * @param {(body: Uint8Array, reply: (answer: Uint8Array) => void) => void} enqueue
+ */
+function listenBun(at, enqueue) {
+  const headers = { "content-type": "application/msgpack" };
+  const server = Bun.serve({
+    port: Number(at.port),
+    hostname: at.address,
+    routes: {
+      "/inference": async (req) => {
+        // An ArrayBuffer of its own, so that it can move to the worker.
+        const body = new Uint8Array(await req.arrayBuffer());
+        return new Promise((resolve) => enqueue(body, (answer) => resolve(new Response(answer, { headers }))));
+      },
+    },
+    fetch: () => new Response(null, { status: 404 }),
+  });
+  return () => server.stop(true);
 }

@@ -1,14 +1,27 @@
 /**
- * Baseline for the core benchmark: the calculate-exp work done inline on a plain node:http
- * server, with no worker thread, queue or batching.
+ * Baseline for the core and echo benchmarks: the calculate-exp work done inline on the runtime's
+ * own HTTP server (node:http on Node, `Bun.serve` on Bun), with no worker thread, queue or batching.
  *
  *   node --import tsx bench/servers/plain-exp.ts --port 8001 --address 127.0.0.1
+ *   bun bench/servers/plain-exp.ts --port 8001 --address 127.0.0.1
  *
  * Same contract as Shoal's example on POST /inference: {"x": 2} -> {"y": 7.389...} with
  * content-type application/json; 422 when x is missing or not a number, 400 on bad JSON.
  */
 import { createServer, type ServerResponse } from "node:http";
 import { parseArgs } from "node:util";
+
+/** The little of Bun's API this script uses (Bun's own types are not installed). */
+declare const Bun:
+  | {
+      serve(options: {
+        port: number;
+        hostname: string;
+        routes: Record<string, Record<string, (req: Request) => Promise<Response>>>;
+        fetch(req: Request): Response;
+      }): { stop(closeActiveConnections?: boolean): void };
+    }
+  | undefined;
 
 const { values } = parseArgs({
   options: {
@@ -17,44 +30,59 @@ const { values } = parseArgs({
   },
 });
 
-function send(res: ServerResponse, status: number, value: unknown): void {
-  const body = JSON.stringify(value);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-  res.end(body);
+/** The answer to a body: its status and JSON value. */
+function exp(text: string): [number, unknown] {
+  let body: any;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return [400, { error: "decoding: invalid JSON" }];
+  }
+  if (body === null || typeof body !== "object" || !("x" in body)) return [422, { error: "validation: cannot find key 'x'" }];
+  const x = Number(body.x);
+  if (Number.isNaN(x)) return [422, { error: "validation: cannot convert 'x' value to float" }];
+  return [200, { y: Math.exp(x) }];
 }
 
-const server = createServer((req, res) => {
-  if (req.url !== "/inference" || req.method !== "POST") {
-    send(res, req.url === "/inference" ? 405 : 404, { error: "not found" });
-    return;
-  }
-  const chunks: Buffer[] = [];
-  req.on("data", (chunk: Buffer) => chunks.push(chunk));
-  req.on("end", () => {
-    let body: any;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-    } catch {
-      send(res, 400, { error: "decoding: invalid JSON" });
+const notFound = { error: "not found" };
+
+function listenNode(port: number, address: string, ready: () => void): () => void {
+  const send = (res: ServerResponse, [status, value]: [number, unknown]) => {
+    const body = JSON.stringify(value);
+    res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+    res.end(body);
+  };
+  const server = createServer((req, res) => {
+    if (req.url !== "/inference" || req.method !== "POST") {
+      send(res, [req.url === "/inference" ? 405 : 404, notFound]);
       return;
     }
-    if (body === null || typeof body !== "object" || !("x" in body)) {
-      send(res, 422, { error: "validation: cannot find key 'x'" });
-      return;
-    }
-    const x = Number(body.x);
-    if (Number.isNaN(x)) {
-      send(res, 422, { error: "validation: cannot convert 'x' value to float" });
-      return;
-    }
-    send(res, 200, { y: Math.exp(x) });
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => send(res, exp(Buffer.concat(chunks).toString("utf8"))));
   });
-});
+  server.listen(port, address, ready);
+  return () => server.close(() => process.exit(0));
+}
 
-server.listen(Number(values.port), values.address, () => {
-  process.stdout.write(JSON.stringify({ msg: "ready", port: Number(values.port) }) + "\n");
-});
+function listenBun(port: number, address: string, ready: () => void): () => void {
+  const headers = { "content-type": "application/json" };
+  const respond = ([status, value]: [number, unknown]) => new Response(JSON.stringify(value), { status, headers });
+  const server = Bun!.serve({
+    port,
+    hostname: address,
+    routes: { "/inference": { POST: async (req) => respond(exp(await req.text())) } },
+    fetch: (req) => respond([new URL(req.url).pathname === "/inference" ? 405 : 404, notFound]),
+  });
+  ready();
+  return () => {
+    server.stop();
+    process.exit(0);
+  };
+}
 
-const stop = () => server.close(() => process.exit(0));
+const port = Number(values.port);
+const ready = () => process.stdout.write(JSON.stringify({ msg: "ready", port }) + "\n");
+const stop = typeof Bun === "undefined" ? listenNode(port, values.address, ready) : listenBun(port, values.address, ready);
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
