@@ -92,6 +92,28 @@ describe("the V2 gRPC service", () => {
     assert.deepEqual([...response.raw_output_contents[1]], [2, 0, 0, 0, 104, 105, 0, 0, 0, 0]);
   });
 
+  test("a request of several large raw tensors reaches the model exactly (its message's buffer moved to the worker)", async () => {
+    const f64 = Float64Array.from({ length: 5000 }, (_, i) => i / 7);
+    const f32 = Float32Array.from({ length: 4999 }, (_, i) => -i / 3);
+    const text = Buffer.from([3, 0, 0, 0, 97, 98, 99]);
+    const response = await client.call("ModelInfer", {
+      model_name: "echo",
+      inputs: [
+        { name: "a", datatype: "FP64", shape: [5000] },
+        { name: "b", datatype: "INT8", shape: [3] },
+        { name: "c", datatype: "FP32", shape: [4999] },
+        { name: "s", datatype: "BYTES", shape: [1] },
+      ],
+      outputs: [{ name: "a_out" }, { name: "b_out" }, { name: "c_out" }, { name: "s_out" }],
+      raw_input_contents: [Buffer.from(f64.buffer), Buffer.from([255, 2, 253]), Buffer.from(f32.buffer), text],
+    });
+    const [a, b, c, s] = response.raw_output_contents as Buffer[];
+    assert.deepEqual(new Float64Array(Uint8Array.from(a!).buffer), f64);
+    assert.deepEqual([...b!], [255, 2, 253]);
+    assert.deepEqual(new Float32Array(Uint8Array.from(c!).buffer), f32);
+    assert.deepEqual([...s!], [...text]);
+  });
+
   test("infers with typed contents of every kind", async () => {
     const inputs = [
       { name: "b", datatype: "BOOL", shape: [3], contents: { bool_contents: [true, false, true] } },
