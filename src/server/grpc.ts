@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { GrpcCompression } from "./grpc-compress.js";
 import { modelConfig } from "./grpc-config.js";
 import { tolerant, Undecodable } from "./grpc-decode.js";
 import { GrpcInference } from "./grpc-infer.js";
@@ -39,6 +40,7 @@ export class GrpcFront {
   readonly #health = new HealthImplementation({ "": "NOT_SERVING", [SERVICE]: "NOT_SERVING" });
   readonly #log: Logger;
   readonly #poll: NodeJS.Timeout;
+  readonly #compression: GrpcCompression;
   #status: ServingStatus = "NOT_SERVING";
 
   constructor(
@@ -48,7 +50,8 @@ export class GrpcFront {
   ) {
     this.#log = logger;
     const definition = loadProtos();
-    this.#server = new GrpcServer({ "grpc.max_receive_message_length": config.maxRequestSize });
+    this.#compression = new GrpcCompression(config.grpcCompression, SERVICE, logger);
+    this.#server = new GrpcServer({ "grpc.max_receive_message_length": config.maxRequestSize, interceptors: [this.#compression.interceptor] });
     const inference = new GrpcInference(v2, config.timeoutMs);
     const find = (name: string, version: string) => v2.find(name, version === "" ? undefined : version);
     const repository = (name: string) => {
@@ -90,7 +93,7 @@ export class GrpcFront {
           else callback(null, result);
         });
     }
-    this.#server.addService(tolerant(definition[SERVICE] as ServiceDefinition), handlers);
+    this.#server.addService(this.#compression.service(tolerant(definition[SERVICE] as ServiceDefinition)), handlers);
     this.#health.addToServer(this.#server);
     new ReflectionService(definition).addToServer(this.#server);
     this.#poll = setInterval(() => this.refresh(), HEALTH_POLL_MS).unref();
@@ -104,8 +107,11 @@ export class GrpcFront {
     return new Promise((resolve, reject) => {
       this.#server.bindAsync(`${host}:${grpcPort}`, ServerCredentials.createInsecure(), (err, port) => {
         if (err === null) {
-          // A request's gRPC frame: its message and 5 bytes of length prefix.
-          widenWindows(this.#server, this.config.maxRequestSize + 5);
+          for (const listener of http2Listeners(this.#server)) {
+            // A request's gRPC frame: its message and 5 bytes of length prefix.
+            widenWindows(listener, this.config.maxRequestSize + 5);
+            this.#compression.watch(listener);
+          }
           resolve(port);
         } else reject(new Error(/in use/i.test(err.message) ? `${address}:${grpcPort} is already in use; choose another port with --grpc-port` : `cannot listen on ${address}:${grpcPort} for gRPC: ${err.message}`));
       });
@@ -166,20 +172,24 @@ export class GrpcFront {
   }
 }
 
+// The server's HTTP/2 listeners, which @grpc/grpc-js keeps as `http2Servers` and does not expose;
+// none when it no longer does (large tensors then wait on flow control, and answers go
+// uncompressed).
+function http2Listeners(server: GrpcServer): Http2Server[] {
+  const listeners = (server as unknown as { http2Servers?: unknown }).http2Servers;
+  return listeners instanceof Map ? [...listeners.keys()].filter((l): l is Http2Server => typeof (l as Partial<Http2Server>)?.prependListener === "function") : [];
+}
+
 // Large tensors: node:http2 lets a sender have 64 KiB in flight on a stream and on a connection
 // before it must wait for the receiver's WINDOW_UPDATE, and @grpc/grpc-js has no server option to
 // raise it (its client has grpc-node.flow_control_window): a 1 MiB tensor took 16 round trips.
-// Each session of the server's HTTP/2 listeners (which grpc-js keeps as `http2Servers`; without
-// them, nothing changes) gets windows the size of the largest request (--max-request-size), so a
-// request arrives in one go; what arrives is still bounded by that size and the byte budget.
-function widenWindows(server: GrpcServer, bytes: number): void {
-  const listeners = (server as unknown as { http2Servers?: Map<Http2Server, unknown> }).http2Servers;
+// Each session of the listener gets windows the size of the largest request (--max-request-size),
+// so a request arrives in one go; what arrives is still bounded by that size and the byte budget.
+function widenWindows(listener: Http2Server, bytes: number): void {
   const window = Math.min(bytes, 2 ** 31 - 1);
-  for (const listener of listeners?.keys() ?? []) {
-    listener.on("session", (session: ServerHttp2Session) => {
-      if (typeof session.setLocalWindowSize !== "function") return;
-      session.setLocalWindowSize(window);
-      session.settings({ initialWindowSize: window });
-    });
-  }
+  listener.on("session", (session: ServerHttp2Session) => {
+    if (typeof session.setLocalWindowSize !== "function") return;
+    session.setLocalWindowSize(window);
+    session.settings({ initialWindowSize: window });
+  });
 }
