@@ -451,3 +451,48 @@ function healthClient(port: number): any {
 
 // The package's own definition is what the client above was made from.
 assert.ok(definition["inference.GRPCInferenceService"]);
+
+describe("--max-connections 2 on the gRPC port", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let port: number;
+
+  before(async () => {
+    repo.module("echo", "echo.ts", {});
+    port = await freePort();
+    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--max-connections", "2"]);
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("a third connection is closed at once; the two others are still answered", async () => {
+    const { connect } = await import("node:http2");
+    const open = () => {
+      const session = connect(`http://127.0.0.1:${port}`);
+      session.on("error", () => {});
+      // Settled by the server's SETTINGS (taken) or by the connection closing first (refused).
+      const taken = new Promise<boolean>((resolve) => {
+        session.once("remoteSettings", () => resolve(true));
+        session.once("close", () => resolve(false));
+      });
+      return { session, taken };
+    };
+    const live = (session: ReturnType<typeof connect>) =>
+      new Promise<unknown>((resolve, reject) => {
+        const stream = session.request({ ":method": "POST", ":path": "/inference.GRPCInferenceService/ServerLive", "content-type": "application/grpc", te: "trailers" });
+        stream.on("trailers", (trailers) => resolve(trailers["grpc-status"]));
+        stream.on("error", reject);
+        stream.on("data", () => {});
+        stream.end(Buffer.alloc(5));
+      });
+    const two = [open(), open()];
+    assert.deepEqual(await Promise.all(two.map((c) => c.taken)), [true, true]);
+    const third = open();
+    assert.equal(await third.taken, false, "the third connection was not closed");
+    assert.deepEqual(await Promise.all(two.map((c) => live(c.session))), ["0", "0"]);
+    for (const c of [...two, third]) c.session.destroy();
+    assert.equal(server.exited, false);
+  });
+});

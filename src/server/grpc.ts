@@ -4,6 +4,7 @@
  * the REST API under `/v2`, and its inference requests go through the HTTP front's intake.
  */
 import type { Http2Server, ServerHttp2Session } from "node:http2";
+import type { Socket } from "node:net";
 import { Server as GrpcServer, ServerCredentials, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData, type ServerUnaryCall } from "@grpc/grpc-js";
 import { loadSync, type PackageDefinition } from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
@@ -111,6 +112,11 @@ export class GrpcFront {
             // A request's gRPC frame: its message and 5 bytes of length prefix.
             widenWindows(listener, this.config.maxRequestSize + 5);
             this.#compression.watch(listener);
+            // As on the REST port: net.Server closes connections past it as soon as they are accepted.
+            if (this.config.maxConnections > 0) listener.maxConnections = this.config.maxConnections;
+            // node:http sets TCP_NODELAY on its sockets (and gRPC's C core on its own), node:http2
+            // does not: small frames (trailers, WINDOW_UPDATE) go out at once, not after an ACK.
+            listener.on("connection", (socket: Socket) => socket.setNoDelay(true));
           }
           resolve(port);
         } else reject(new Error(/in use/i.test(err.message) ? `${address}:${grpcPort} is already in use; choose another port with --grpc-port` : `cannot listen on ${address}:${grpcPort} for gRPC: ${err.message}`));
