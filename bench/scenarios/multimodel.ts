@@ -70,7 +70,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
       name: "shoal",
       shoal: true,
       config: `\`shoal serve --model-repository ${repo.shoal} --workers ${WORKERS}\`: ${count} ONNX models (runtime "onnx", maxBatchSize 32, maxWaitMs 5) on one shared pool of ${WORKERS} worker threads`,
-      spec: { script: "dist/cli/main.js", args: ["serve", "--model-repository", repo.shoal, "--workers", String(WORKERS), "--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json"], probe, startTimeoutMs: 120_000 },
+      spec: { script: "dist/cli/main.js", args: ["serve", "--model-repository", repo.shoal, "--grpc-port", "0", "--workers", String(WORKERS), "--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json"], probe, startTimeoutMs: 120_000 },
       ...load,
     },
     {
