@@ -1,12 +1,14 @@
 /**
  * A gRPC inference request as the worker gets it: the V2 body in pieces, raw contents left in
  * their message's buffer (moved back to aligned offsets) when the message had that buffer to
- * itself, copied when it did not, and the buffers that move to the worker.
+ * itself, copied when it did not, and the buffers that move to the worker; and answers framed
+ * with their outputs appended, read back as protobuf.js reads them.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { ServiceDefinition } from "@grpc/grpc-js";
 import { MESSAGE_BUFFER, tolerant } from "../src/server/grpc-decode.js";
+import { inferFrame, PREFIX, streamFrame, type Serialize } from "../src/server/grpc-frames.js";
 import { requestBody, type InferRequestMessage } from "../src/server/grpc-tensors.js";
 import { decodeInferenceRequest } from "../src/v2/index.js";
 import { definition } from "./grpc-helpers.js";
@@ -88,5 +90,34 @@ describe("gRPC requests as V2 bodies", () => {
     const header = new TextEncoder().encode(JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [2], parameters: { binary_data_size: 8 } }] }));
     assert.throws(() => decodeInferenceRequest({ header, parts: [new Uint8Array(4)] }), /binary_data_size is 8 but its binary data is 4 bytes/);
     assert.throws(() => decodeInferenceRequest({ header, parts: [new Uint8Array(8), new Uint8Array(1)] }), /binary data for 1 more tensors/);
+  });
+});
+
+describe("gRPC answers framed with their outputs appended", () => {
+  const service = definition["inference.GRPCInferenceService"] as unknown as Record<string, { responseSerialize: Serialize; responseDeserialize(b: Buffer): any }>;
+  const unary = service.ModelInfer!;
+  const stream = service.ModelStreamInfer!;
+  // Outputs of 0, 1, 127, 128 and 20,000 bytes: lengths of one, two and three varint bytes.
+  const raw = [0, 1, 127, 128, 20_000].map((n) => Buffer.from(Uint8Array.from({ length: n }, (_, i) => (i * 31) % 256)));
+  const response = {
+    model_name: "m",
+    model_version: "2",
+    id: "r1",
+    parameters: { p: { int64_param: "5" } },
+    outputs: raw.map((_, i) => ({ name: `o${i}`, datatype: "UINT8", shape: [raw[i]!.byteLength], parameters: {} })),
+    raw_output_contents: raw,
+  };
+
+  test("a ModelInferResponse reads back as protobuf.js's own serialization of it", () => {
+    const frame = inferFrame(response, unary.responseSerialize);
+    assert.deepEqual(unary.responseDeserialize(frame.subarray(PREFIX)), unary.responseDeserialize(unary.responseSerialize(response)));
+    assert.equal(frame.byteLength - PREFIX, unary.responseSerialize(response).byteLength);
+  });
+
+  test("a ModelStreamInferResponse, with an answer or an error, reads back the same", () => {
+    for (const message of [{ infer_response: response }, { error_message: "bad request: no" }, { error_message: "", infer_response: { ...response, raw_output_contents: [] } }]) {
+      const frame = streamFrame(message, stream.responseSerialize, unary.responseSerialize);
+      assert.deepEqual(stream.responseDeserialize(frame.subarray(PREFIX)), stream.responseDeserialize(stream.responseSerialize(message)));
+    }
   });
 });

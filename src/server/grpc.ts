@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { GrpcCompression } from "./grpc-compress.js";
+import { GrpcAnswers } from "./grpc-answers.js";
 import { modelConfig } from "./grpc-config.js";
 import { tolerant, Undecodable } from "./grpc-decode.js";
 import { GrpcInference } from "./grpc-infer.js";
@@ -41,7 +41,7 @@ export class GrpcFront {
   readonly #health = new HealthImplementation({ "": "NOT_SERVING", [SERVICE]: "NOT_SERVING" });
   readonly #log: Logger;
   readonly #poll: NodeJS.Timeout;
-  readonly #compression: GrpcCompression;
+  readonly #answers: GrpcAnswers;
   #status: ServingStatus = "NOT_SERVING";
 
   constructor(
@@ -51,8 +51,8 @@ export class GrpcFront {
   ) {
     this.#log = logger;
     const definition = loadProtos();
-    this.#compression = new GrpcCompression(config.grpcCompression, SERVICE, logger);
-    this.#server = new GrpcServer({ "grpc.max_receive_message_length": config.maxRequestSize, interceptors: [this.#compression.interceptor] });
+    this.#answers = new GrpcAnswers(config.grpcCompression, SERVICE, logger);
+    this.#server = new GrpcServer({ "grpc.max_receive_message_length": config.maxRequestSize, interceptors: [this.#answers.interceptor] });
     const inference = new GrpcInference(v2, config.timeoutMs);
     const find = (name: string, version: string) => v2.find(name, version === "" ? undefined : version);
     const repository = (name: string) => {
@@ -94,7 +94,7 @@ export class GrpcFront {
           else callback(null, result);
         });
     }
-    this.#server.addService(this.#compression.service(tolerant(definition[SERVICE] as ServiceDefinition)), handlers);
+    this.#server.addService(this.#answers.service(tolerant(definition[SERVICE] as ServiceDefinition)), handlers);
     this.#health.addToServer(this.#server);
     new ReflectionService(definition).addToServer(this.#server);
     this.#poll = setInterval(() => this.refresh(), HEALTH_POLL_MS).unref();
@@ -111,7 +111,7 @@ export class GrpcFront {
           for (const listener of http2Listeners(this.#server)) {
             // A request's gRPC frame: its message and 5 bytes of length prefix.
             widenWindows(listener, this.config.maxRequestSize + 5);
-            this.#compression.watch(listener);
+            this.#answers.watch(listener);
             // As on the REST port: net.Server closes connections past it as soon as they are accepted.
             if (this.config.maxConnections > 0) listener.maxConnections = this.config.maxConnections;
             // node:http sets TCP_NODELAY on its sockets (and gRPC's C core on its own), node:http2
