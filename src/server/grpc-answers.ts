@@ -3,14 +3,15 @@
  * (grpc-frames.ts), and gzip-compressed for the calls `--grpc-compression` picks from clients
  * whose `grpc-accept-encoding` has gzip. @grpc/grpc-js (1.14) serializes each message itself,
  * copies it into a frame, and never compresses a server's: its call object writes the compressed
- * flag 0. A server interceptor takes each answer of the service instead: it frames it, gzips it
- * off the event loop when compression is wanted and it is large enough to gain, and hands the
- * call the frame, after `grpc-encoding: gzip` in the response headers when compressing. To send
- * that frame as it is, the call's own `serializeMessage` (internal to grpc-js) is wrapped on that
- * one call object; where grpc-js is not as expected, nothing is wrapped, grpc-js writes the
- * answers its own way (uncompressed), and the server logs it once. A frame that reached grpc-js's
- * own serializer would still be sent right, uncompressed: the service's serializers take one as
- * its message's bytes, and a message with the flag 0 is valid under any `grpc-encoding`.
+ * flag 0. A server interceptor wraps that call object's own `serializeMessage` (internal to
+ * grpc-js) on each call of the service, so that it frames the answer Shoal's way; a call whose
+ * answers are compressed it also wraps in an intercepting call, which says `grpc-encoding: gzip`
+ * in the response headers and gzips each answer off the event loop, when large enough to gain,
+ * before the call object sends it. Where grpc-js is not as expected, nothing is wrapped, grpc-js
+ * writes the answers its own way (uncompressed), and the server logs it once. A framed answer
+ * that reached grpc-js's own serializer would still be sent right, uncompressed: the service's
+ * serializers take one as its message's bytes, and a message with the flag 0 is valid under any
+ * `grpc-encoding`.
  */
 import type { IncomingHttpHeaders } from "node:http2";
 import { ResponderBuilder, ServerInterceptingCall, type ServerInterceptingCallInterface, type ServerInterceptor, type ServiceDefinition } from "@grpc/grpc-js";
@@ -70,21 +71,25 @@ export class GrpcAnswers {
     return out as ServiceDefinition;
   }
 
-  /** The server interceptor: must come first, so that it is given grpc-js's own call object. */
+  /**
+   * The server interceptor: must come first, so that it is given grpc-js's own call object. Each
+   * call of the service has its answers framed by that object's wrapped serializer; a call whose
+   * answers are compressed is wrapped too, to gzip them before they reach it.
+   */
   readonly interceptor: ServerInterceptor = (method, call) => {
-    // grpc-js only needs the call interface back; a call of another service goes on unwrapped.
+    // grpc-js only needs the call interface back; a call not compressed goes on unwrapped.
     const unchanged = call as ServerInterceptingCall;
     if (!method.path.startsWith(this.#prefix)) return unchanged;
-    if (!framesAsGiven(call)) {
+    const name = method.path.slice(this.#prefix.length);
+    if (!framesAnswers(call, (message) => this.#frame(name, message, method.responseSerialize))) {
       if (!this.#warned) this.#log.warn({}, "gRPC answers go uncompressed, serialized by @grpc/grpc-js: its server call is not as this version of shoal expects");
       this.#warned = true;
       return unchanged;
     }
-    const compress = this.#wanted(this.#arriving);
-    const name = method.path.slice(this.#prefix.length);
+    if (!this.#wanted(this.#arriving)) return unchanged;
     const responder = new ResponderBuilder()
       .withSendMetadata((metadata, next) => {
-        if (compress) metadata.set("grpc-encoding", "gzip");
+        metadata.set("grpc-encoding", "gzip");
         next(metadata);
       })
       .withSendMessage((message, next) => {
@@ -92,12 +97,12 @@ export class GrpcAnswers {
         try {
           frame = this.#frame(name, message, method.responseSerialize);
         } catch {
-          // grpc-js serializes it itself, and answers INTERNAL if it cannot.
+          // The call's serializer meets the same error, and answers INTERNAL.
           return next(message);
         }
-        if (!compress || frame.byteLength - PREFIX < MIN_COMPRESSED_BYTES) return next(new Framed(frame, undefined));
-        // On libuv's thread pool; grpc-js sends a call's next message once this one is written.
         const plain = frame.subarray(PREFIX);
+        if (plain.byteLength < MIN_COMPRESSED_BYTES) return next(new Framed(frame, undefined));
+        // On libuv's thread pool; grpc-js sends a call's next message once this one is written.
         gzip(plain, (err, out) => next(new Framed(frame, err === null && out.byteLength < plain.byteLength ? out : undefined)));
       })
       .build();
@@ -120,22 +125,24 @@ export class GrpcAnswers {
   }
 }
 
-// Wraps the call's serializeMessage so that a Framed answer is sent as it is, its prefix filled
-// (the compressed flag set when gzipped); false, and nothing wrapped, when the call has none.
-function framesAsGiven(call: ServerInterceptingCallInterface): boolean {
+// Wraps the call's serializeMessage so that it frames each answer with `frame` (a Framed one, as
+// it is), and fills the frame's prefix, the compressed flag set when gzipped; false, and nothing
+// wrapped, when the call has none.
+function framesAnswers(call: ServerInterceptingCallInterface, frame: (message: unknown) => Buffer): boolean {
   const framing = call as unknown as Partial<Framing>;
   const own = framing.serializeMessage;
   if (typeof own !== "function" || own.length !== 1) return false;
-  framing.serializeMessage = function (this: unknown, value: unknown): Buffer {
-    if (!(value instanceof Framed)) return own.call(this, value);
-    let frame = value.frame;
-    if (value.gzipped !== undefined) {
-      frame = Buffer.allocUnsafe(PREFIX + value.gzipped.byteLength);
-      frame.set(value.gzipped, PREFIX);
+  framing.serializeMessage = (value: unknown): Buffer => {
+    let out: Buffer;
+    if (!(value instanceof Framed)) out = frame(value);
+    else if (value.gzipped === undefined) out = value.frame;
+    else {
+      out = Buffer.allocUnsafe(PREFIX + value.gzipped.byteLength);
+      out.set(value.gzipped, PREFIX);
     }
-    frame.writeUInt8(value.gzipped === undefined ? 0 : 1, 0);
-    frame.writeUInt32BE(frame.byteLength - PREFIX, 1);
-    return frame;
+    out.writeUInt8(value instanceof Framed && value.gzipped !== undefined ? 1 : 0, 0);
+    out.writeUInt32BE(out.byteLength - PREFIX, 1);
+    return out;
   };
   return true;
 }
