@@ -7,6 +7,8 @@ export interface ServerConfig {
   port: number;
   /** TCP port of the V2 gRPC service (0: no gRPC service). */
   grpcPort: number;
+  /** Which gRPC answers of 1 KiB or more go gzip-compressed to clients that accept gzip: those to calls whose request came compressed, all, or none. */
+  grpcCompression: "request" | "always" | "never";
   /** Address to listen on. */
   address: string;
   /** Each request's deadline from arrival, queueing included, in ms; for a stream, the deadline of its first chunk. */
@@ -117,6 +119,7 @@ function flags(defaults: ServerConfig): Option[] {
   return [
     new Option("--port <number>", "TCP port to listen on (0: any free port)").env("SHOAL_PORT").argParser(integer(0, 65535)).default(defaults.port),
     new Option("--grpc-port <number>", "TCP port of the V2 gRPC service, served when there are models or routes served as models (0: none)").env("SHOAL_GRPC_PORT").argParser(integer(0, 65535)).default(defaults.grpcPort),
+    new Option("--grpc-compression <when>", "gzip the gRPC answers of 1 KiB or more, for clients that accept gzip: request (to calls whose request came compressed), always, never").env("SHOAL_GRPC_COMPRESSION").choices(["request", "always", "never"]).default(defaults.grpcCompression),
     new Option("--address <host>", "address to listen on").env("SHOAL_ADDRESS").default(defaults.address),
     new Option("--timeout <ms>", "deadline of each request from its arrival, queueing included (of a stream: its first chunk)").env("SHOAL_TIMEOUT").argParser(integer(1)).default(defaults.timeoutMs),
     new Option("--stream-timeout <ms>", "deadline of a stream, from the request's arrival to its last chunk").env("SHOAL_STREAM_TIMEOUT").argParser(integer(1)).default(defaults.streamTimeoutMs),
@@ -156,6 +159,7 @@ export function defaultConfig(): ServerConfig {
   return {
     port: 8000,
     grpcPort: 8001,
+    grpcCompression: "request",
     address: "0.0.0.0",
     timeoutMs: 3000,
     streamTimeoutMs: 300_000,
@@ -204,6 +208,7 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
   return {
     port: o.port,
     grpcPort: o.grpcPort,
+    grpcCompression: o.grpcCompression,
     address: o.address,
     timeoutMs: o.timeout,
     streamTimeoutMs: o.streamTimeout,

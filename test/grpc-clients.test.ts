@@ -70,7 +70,7 @@ describe("the Python clients of the V2 protocol", { skip: "skip" in clients ? cl
     repo.remove();
   });
 
-  test("tritonclient[grpc] and tritonclient[http] with gzip work unchanged", async () => {
+  test("tritonclient[grpc] (gzip too) and tritonclient[http] with gzip work unchanged", async () => {
     const { python } = clients as { python: string };
     const { stdout } = await promisify(execFile)(python, [fixture("grpc-clients.py"), "127.0.0.1", String(grpcPort), String(server.port), TOKEN], { timeout: 180_000 });
     const out = JSON.parse(stdout);
@@ -98,6 +98,8 @@ describe("the Python clients of the V2 protocol", { skip: "skip" in clients ? cl
     assert.equal(out.errors.too_large[0], "StatusCode.RESOURCE_EXHAUSTED");
     assert.equal(out.errors.internal[0], "StatusCode.INTERNAL");
     assert.deepEqual(out.aio, { live: true, echoed: true });
+    assert.equal(out.grpc_gzip, true);
+    assert.equal(out.grpc_gzip_stream, true);
     assert.equal(out.http_gzip, true);
   });
 

@@ -70,3 +70,55 @@ export function fp32(values: number[]): Buffer {
 export function readFp32(raw: Buffer): number[] {
   return [...new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength))];
 }
+
+/** What a raw HTTP/2 gRPC call got: the response headers, each message's compressed flag and its bytes (as sent), and the trailers. */
+export interface RawAnswer {
+  headers: Record<string, unknown>;
+  messages: { compressed: boolean; bytes: Buffer }[];
+  trailers: Record<string, unknown>;
+}
+
+/**
+ * One gRPC call made by hand over node:http2, to see the frames as sent: `message` goes in one
+ * frame, gzipped (flag 1, `grpc-encoding: gzip`) with `gzip`; `accept` is the
+ * `grpc-accept-encoding` header.
+ */
+export async function rawCall(port: number, method: string, message: Buffer, options: { gzip?: boolean; accept?: string } = {}): Promise<RawAnswer> {
+  const { connect } = await import("node:http2");
+  const { gzipSync } = await import("node:zlib");
+  const session = connect(`http://127.0.0.1:${port}`);
+  try {
+    const bytes = options.gzip === true ? gzipSync(message) : message;
+    const frame = Buffer.alloc(5 + bytes.byteLength);
+    frame.writeUInt8(options.gzip === true ? 1 : 0, 0);
+    frame.writeUInt32BE(bytes.byteLength, 1);
+    bytes.copy(frame, 5);
+    const stream = session.request({
+      ":method": "POST",
+      ":path": `/inference.GRPCInferenceService/${method}`,
+      "content-type": "application/grpc",
+      te: "trailers",
+      ...(options.gzip === true ? { "grpc-encoding": "gzip" } : {}),
+      ...(options.accept === undefined ? {} : { "grpc-accept-encoding": options.accept }),
+    });
+    const answer: RawAnswer = { headers: {}, messages: [], trailers: {} };
+    const chunks: Buffer[] = [];
+    stream.on("response", (headers) => (answer.headers = headers));
+    stream.on("trailers", (trailers) => (answer.trailers = trailers));
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.end(frame);
+    await new Promise<void>((resolve, reject) => {
+      stream.on("end", resolve);
+      stream.on("error", reject);
+    });
+    let data = Buffer.concat(chunks);
+    while (data.byteLength >= 5) {
+      const length = data.readUInt32BE(1);
+      answer.messages.push({ compressed: data[0] === 1, bytes: data.subarray(5, 5 + length) });
+      data = data.subarray(5 + length);
+    }
+    return answer;
+  } finally {
+    session.close();
+  }
+}

@@ -10,7 +10,8 @@ import { after, before, describe, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
 import { metric, post, send, waitFor, waitForMetric, type ServerProcess } from "./helpers.js";
-import { definition, fp32, freePort, readFp32, V2Client } from "./grpc-helpers.js";
+import { gunzipSync } from "node:zlib";
+import { definition, fp32, freePort, rawCall, readFp32, V2Client, type RawAnswer } from "./grpc-helpers.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
 
 const TOKEN = "grpc-test-token";
@@ -90,6 +91,28 @@ describe("the V2 gRPC service", () => {
     assert.deepEqual(response.outputs.map((o: any) => [o.name, o.datatype, o.shape]), [["x_out", "FP32", ["2", "2"]], ["s_out", "BYTES", ["2"]]]);
     assert.deepEqual(readFp32(response.raw_output_contents[0]), [1, 2.5, -3, 4]);
     assert.deepEqual([...response.raw_output_contents[1]], [2, 0, 0, 0, 104, 105, 0, 0, 0, 0]);
+  });
+
+  test("a request of several large raw tensors reaches the model exactly (its message's buffer moved to the worker)", async () => {
+    const f64 = Float64Array.from({ length: 5000 }, (_, i) => i / 7);
+    const f32 = Float32Array.from({ length: 4999 }, (_, i) => -i / 3);
+    const text = Buffer.from([3, 0, 0, 0, 97, 98, 99]);
+    const response = await client.call("ModelInfer", {
+      model_name: "echo",
+      inputs: [
+        { name: "a", datatype: "FP64", shape: [5000] },
+        { name: "b", datatype: "INT8", shape: [3] },
+        { name: "c", datatype: "FP32", shape: [4999] },
+        { name: "s", datatype: "BYTES", shape: [1] },
+      ],
+      outputs: [{ name: "a_out" }, { name: "b_out" }, { name: "c_out" }, { name: "s_out" }],
+      raw_input_contents: [Buffer.from(f64.buffer), Buffer.from([255, 2, 253]), Buffer.from(f32.buffer), text],
+    });
+    const [a, b, c, s] = response.raw_output_contents as Buffer[];
+    assert.deepEqual(new Float64Array(Uint8Array.from(a!).buffer), f64);
+    assert.deepEqual([...b!], [255, 2, 253]);
+    assert.deepEqual(new Float32Array(Uint8Array.from(c!).buffer), f32);
+    assert.deepEqual([...s!], [...text]);
   });
 
   test("infers with typed contents of every kind", async () => {
@@ -280,9 +303,74 @@ describe("the V2 gRPC service", () => {
     assert.deepEqual(readFp32(response.raw_output_contents[response.outputs.findIndex((o: any) => o.name === "x_out")]), new Array(1000).fill(0.5));
     gzip.close();
   });
+
+  test("answers gzip-compressed to a gzip-compressed request of a client that accepts gzip, when the answer is 1 KiB or more", async () => {
+    const big = inferMessage(1000);
+    const gzipped = await rawCall(port, "ModelInfer", big, { gzip: true, accept: "identity,deflate,gzip" });
+    assert.equal(gzipped.trailers["grpc-status"], "0");
+    assert.equal(gzipped.headers["grpc-encoding"], "gzip");
+    assert.deepEqual(
+      gzipped.messages.map((m) => m.compressed),
+      [true],
+    );
+    assert.deepEqual(echoed(gzipped), new Array(1000).fill(0.25));
+    // Below 1 KiB: the same header, the message as it is (flag 0).
+    const small = await rawCall(port, "ModelInfer", inferMessage(4), { gzip: true, accept: "gzip" });
+    assert.equal(small.headers["grpc-encoding"], "gzip");
+    assert.deepEqual(
+      small.messages.map((m) => m.compressed),
+      [false],
+    );
+    assert.deepEqual(echoed(small), [0.25, 0.25, 0.25, 0.25]);
+    // An uncompressed request, or a client that does not take gzip: an uncompressed answer.
+    for (const options of [{ accept: "identity,deflate,gzip" }, { gzip: true, accept: "identity,deflate" }, { gzip: true }]) {
+      const plain = await rawCall(port, "ModelInfer", big, options);
+      assert.notEqual(plain.headers["grpc-encoding"], "gzip", JSON.stringify(options));
+      assert.deepEqual(
+        plain.messages.map((m) => m.compressed),
+        [false],
+      );
+      assert.deepEqual(echoed(plain), new Array(1000).fill(0.25));
+    }
+  });
+
+  test("ModelStreamInfer: answers gzip-compressed on a compressed stream, each decoded right by @grpc/grpc-js", async () => {
+    const gzip = new V2Client(port, { "grpc.default_compression_algorithm": grpc.compressionAlgorithms.gzip });
+    const stream = gzip.client.ModelStreamInfer();
+    const answers: any[] = [];
+    const done = new Promise<void>((resolve, reject) => {
+      stream.on("data", (m: any) => answers.push(m));
+      stream.on("end", resolve);
+      stream.on("error", reject);
+    });
+    for (let i = 0; i < 20; i++) stream.write({ model_name: "echo", id: String(i), inputs: [{ name: "x", datatype: "FP32", shape: [i % 2 === 0 ? 1000 : 2] }], raw_input_contents: [fp32(new Array(i % 2 === 0 ? 1000 : 2).fill(i))] });
+    stream.end();
+    await done;
+    gzip.close();
+    assert.equal(answers.length, 20);
+    for (const { error_message, infer_response: r } of answers) {
+      assert.equal(error_message, "");
+      const i = Number(r.id);
+      assert.deepEqual(readFp32(r.raw_output_contents[r.outputs.findIndex((o: any) => o.name === "x_out")]), new Array(i % 2 === 0 ? 1000 : 2).fill(i));
+    }
+  });
 });
 
-describe("gRPC while draining", () => {
+const inferService = (definition["inference.GRPCInferenceService"] as any);
+
+// A ModelInfer request of n FP32 elements of 0.25 for the echo model, serialized.
+function inferMessage(n: number): Buffer {
+  return inferService.ModelInfer.requestSerialize({ model_name: "echo", inputs: [{ name: "x", datatype: "FP32", shape: [n] }], outputs: [{ name: "x_out" }], raw_input_contents: [fp32(new Array(n).fill(0.25))] });
+}
+
+// The echoed tensor of a raw answer, inflated if its message was compressed.
+function echoed(answer: RawAnswer): number[] {
+  const [message] = answer.messages;
+  const response = inferService.ModelInfer.responseDeserialize(message!.compressed ? gunzipSync(message!.bytes) : message!.bytes);
+  return readFp32(response.raw_output_contents[0]);
+}
+
+describe("gRPC while draining, answers compressed always", () => {
   const repo = new ModelRepo();
   let server: ServerProcess;
   let port: number;
@@ -290,11 +378,27 @@ describe("gRPC while draining", () => {
   before(async () => {
     repo.module("echo", "echo.ts", { maxBatchSize: 1 });
     port = await freePort();
-    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--timeout", "10000"]);
+    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--timeout", "10000", "--grpc-compression", "always"]);
   });
   after(async () => {
     await server?.stop();
     repo.remove();
+  });
+
+  test("--grpc-compression always: answers of 1 KiB or more are gzipped for any client that accepts gzip", async () => {
+    const gzipped = await rawCall(port, "ModelInfer", inferMessage(1000), { accept: "identity,deflate,gzip" });
+    assert.equal(gzipped.headers["grpc-encoding"], "gzip");
+    assert.deepEqual(
+      gzipped.messages.map((m) => m.compressed),
+      [true],
+    );
+    assert.deepEqual(echoed(gzipped), new Array(1000).fill(0.25));
+    const plain = await rawCall(port, "ModelInfer", inferMessage(1000), { accept: "identity" });
+    assert.deepEqual(
+      plain.messages.map((m) => m.compressed),
+      [false],
+    );
+    assert.deepEqual(echoed(plain), new Array(1000).fill(0.25));
   });
 
   test("load and unload are refused while model control is off", async () => {
@@ -347,3 +451,48 @@ function healthClient(port: number): any {
 
 // The package's own definition is what the client above was made from.
 assert.ok(definition["inference.GRPCInferenceService"]);
+
+describe("--max-connections 2 on the gRPC port", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let port: number;
+
+  before(async () => {
+    repo.module("echo", "echo.ts", {});
+    port = await freePort();
+    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--max-connections", "2"]);
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("a third connection is closed at once; the two others are still answered", async () => {
+    const { connect } = await import("node:http2");
+    const open = () => {
+      const session = connect(`http://127.0.0.1:${port}`);
+      session.on("error", () => {});
+      // Settled by the server's SETTINGS (taken) or by the connection closing first (refused).
+      const taken = new Promise<boolean>((resolve) => {
+        session.once("remoteSettings", () => resolve(true));
+        session.once("close", () => resolve(false));
+      });
+      return { session, taken };
+    };
+    const live = (session: ReturnType<typeof connect>) =>
+      new Promise<unknown>((resolve, reject) => {
+        const stream = session.request({ ":method": "POST", ":path": "/inference.GRPCInferenceService/ServerLive", "content-type": "application/grpc", te: "trailers" });
+        stream.on("trailers", (trailers) => resolve(trailers["grpc-status"]));
+        stream.on("error", reject);
+        stream.on("data", () => {});
+        stream.end(Buffer.alloc(5));
+      });
+    const two = [open(), open()];
+    assert.deepEqual(await Promise.all(two.map((c) => c.taken)), [true, true]);
+    const third = open();
+    assert.equal(await third.taken, false, "the third connection was not closed");
+    assert.deepEqual(await Promise.all(two.map((c) => live(c.session))), ["0", "0"]);
+    for (const c of [...two, third]) c.session.destroy();
+    assert.equal(server.exited, false);
+  });
+});

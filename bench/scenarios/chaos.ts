@@ -194,7 +194,7 @@ async function runIsolation(ctx: ScenarioContext, s: Settings, isolation: Isolat
     server = await startServer({
       name: `shoal-${isolation}`,
       script: "bench/servers/chaos-server.ts",
-      args: ["--port", "{port}", "--address", "127.0.0.1", "--model-repository", repo, "--workers", "2", "--model-isolation", isolation, "--timeout", "5000", "--log-level", "warn", "--log-format", "json"],
+      args: ["--port", "{port}", "--grpc-port", "0", "--address", "127.0.0.1", "--model-repository", repo, "--workers", "2", "--model-isolation", isolation, "--timeout", "5000", "--log-level", "warn", "--log-format", "json"],
       port,
       cwd: ctx.root,
       env: { CHAOS_ISOLATION: isolation },

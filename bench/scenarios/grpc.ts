@@ -10,10 +10,12 @@ import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { loadSync } from "@grpc/proto-loader";
+import { againstCheckout, BEFORE } from "../lib/against.js";
 import { grpcSender, httpSender, runLoad, type LoadResult } from "../lib/loadgen.js";
 import { nodeVersions, cacheDir, ensureMlp, ensurePeers, mlserverSpec, peerVersions } from "../lib/peers.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer, type RunningServer, type ServerSpec } from "../lib/server.js";
+import { median } from "../lib/stats.js";
 
 export const defaults = { duration: 5, rounds: 1, warmup: 2 };
 
@@ -30,9 +32,14 @@ const INFER = "/inference.GRPCInferenceService/ModelInfer";
 // The gRPC client takes messages of any size; the server's limit is --max-request-size.
 
 interface Cell extends LoadResult {
-  server: Contender;
+  /** A contender, `<name>@before` when run from the --against checkout. */
+  server: string;
   streams: number;
+  round: number;
 }
+
+/** One contender's way of making a load of n streams. */
+type Load = (streams: number) => { send: () => Promise<boolean>; close(): void };
 
 async function run(ctx: ScenarioContext): Promise<void> {
   const { root, log, common, values } = ctx;
@@ -72,43 +79,60 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const grpcMessage = service.ModelInfer!.requestSerialize({ model_name: name, inputs: [tensor], raw_input_contents: [Buffer.from(row.buffer)] });
 
   const cells: Cell[] = [];
-  const measure = async (server: Contender, make: (streams: number) => { send: () => Promise<boolean>; close(): void }) => {
-    const warm = make(8);
-    await runLoad(warm.send, 8, common.warmupSec);
-    warm.close();
+  // Contenders measured together (a Shoal server and its twin from --against): at each load of
+  // each round back to back, the first of them swapped every round.
+  const measure = async (group: [string, Load][]) => {
+    for (const [, make] of group) {
+      const warm = make(8);
+      await runLoad(warm.send, 8, common.warmupSec);
+      warm.close();
+    }
     for (const n of streams) {
       for (let round = 0; round < common.rounds; round++) {
-        const load = make(n);
-        const result = await runLoad(load.send, n, common.durationSec);
-        load.close();
-        cells.push({ server, streams: n, ...result });
-        log(`${server} ${n} streams: ${result.requestsPerSec.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, ${result.errors} errors`);
+        const order = round % 2 === 0 ? group : [...group].reverse();
+        for (const [server, make] of order) {
+          const load = make(n);
+          const result = await runLoad(load.send, n, common.durationSec);
+          load.close();
+          cells.push({ server, streams: n, round, ...result });
+          log(`${server} ${n} streams: ${result.requestsPerSec.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, ${result.errors} errors`);
+        }
       }
     }
   };
 
   const shoalWanted = servers.filter((s) => s.startsWith("shoal-"));
+  const before = againstCheckout(root, (values.against as string | undefined) ?? process.env.BENCH_AGAINST);
   if (shoalWanted.length > 0) {
-    const grpcPort = await freePort();
-    const spec: ServerSpec = {
-      name: "shoal",
-      script: "dist/cli/main.js",
-      args: ["serve", "--model-repository", repo, "--workers", String(WORKERS), "--grpc-port", String(grpcPort), "--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json", "--max-request-size", String(64 * 1024 * 1024)],
-      port: await freePort(),
-      cwd: root,
-      probe: { path: `/v2/models/${name}/infer`, body: json.toString() },
-      startTimeoutMs: 120_000,
-    };
-    const shoal = await startServer(spec);
+    // This tree's Shoal, and with --against the same server from that checkout.
+    const trees = [{ suffix: "", cwd: root }, ...(before === undefined ? [] : [{ suffix: BEFORE, cwd: before.dir }])];
+    const running: { suffix: string; shoal: RunningServer; grpcPort: number }[] = [];
     try {
-      const url = `${shoal.url}/v2/models/${name}/infer`;
+      for (const { suffix, cwd } of trees) {
+        const grpcPort = await freePort();
+        const spec: ServerSpec = {
+          name: `shoal${suffix}`,
+          script: "dist/cli/main.js",
+          args: ["serve", "--model-repository", repo, "--workers", String(WORKERS), "--grpc-port", String(grpcPort), "--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json", "--max-request-size", String(64 * 1024 * 1024)],
+          port: await freePort(),
+          cwd,
+          probe: { path: `/v2/models/${name}/infer`, body: json.toString() },
+          startTimeoutMs: 120_000,
+        };
+        running.push({ suffix, shoal: await startServer(spec), grpcPort });
+      }
       for (const server of shoalWanted) {
-        if (server === "shoal-json") await measure(server, (n) => httpSender(url, json, { "content-type": "application/json" }, n));
-        if (server === "shoal-binary") await measure(server, (n) => httpSender(url, binary, { "content-type": "application/octet-stream", "inference-header-content-length": String(header.byteLength) }, n));
-        if (server === "shoal-grpc") await measure(server, () => grpcSender(`127.0.0.1:${grpcPort}`, INFER, grpcMessage));
+        await measure(
+          running.map(({ suffix, shoal, grpcPort }): [string, Load] => {
+            const url = `${shoal.url}/v2/models/${name}/infer`;
+            if (server === "shoal-json") return [server + suffix, (n) => httpSender(url, json, { "content-type": "application/json" }, n)];
+            if (server === "shoal-binary") return [server + suffix, (n) => httpSender(url, binary, { "content-type": "application/octet-stream", "inference-header-content-length": String(header.byteLength) }, n)];
+            return [server + suffix, () => grpcSender(`127.0.0.1:${grpcPort}`, INFER, grpcMessage)];
+          }),
+        );
       }
     } finally {
-      await shoal.stop();
+      for (const { shoal } of running) await shoal.stop();
     }
   }
   let skipped: string | undefined;
@@ -126,7 +150,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
       const env: Record<string, string> = {};
       for (const [k, v] of Object.entries(spec.env ?? {})) env[k] = v.replaceAll("{port}", String(port)).replace("{free}", String(await freePort()));
       mlserver = await startServer({ ...spec, env, name: "mlserver", port, cwd: root });
-      await measure("mlserver-grpc", () => grpcSender(`127.0.0.1:${grpcPort}`, INFER, grpcMessage));
+      await measure([["mlserver-grpc", () => grpcSender(`127.0.0.1:${grpcPort}`, INFER, grpcMessage)]]);
     } catch (err) {
       skipped = `MLServer could not be measured: ${(err as Error).message.split("\n")[0]}`;
       log(skipped);
@@ -134,34 +158,48 @@ async function run(ctx: ScenarioContext): Promise<void> {
       await mlserver?.stop();
     }
   }
-  report(ctx, tensorKb === undefined ? size : `sum of a ${tensorKb} KiB FP32 tensor`, cells, skipped, root);
+  report(ctx, tensorKb === undefined ? size : `sum of a ${tensorKb} KiB FP32 tensor`, cells, skipped, root, before?.commit);
 }
 
-function report(ctx: ScenarioContext, size: string, cells: Cell[], skipped: string | undefined, root: string): void {
+function report(ctx: ScenarioContext, size: string, cells: Cell[], skipped: string | undefined, root: string, beforeCommit: string | undefined): void {
   mkdirSync(ctx.resultsDir, { recursive: true });
   const versions = { ...nodeVersions(root), ...peerVersions(root) };
-  writeFileSync(join(ctx.resultsDir, "grpc.json"), `${JSON.stringify({ scenario: "grpc", model: size, common: ctx.common, versions, skipped, cells }, null, 2)}\n`);
+  writeFileSync(join(ctx.resultsDir, "grpc.json"), `${JSON.stringify({ scenario: "grpc", model: size, common: ctx.common, versions, ...(beforeCommit === undefined ? {} : { before: beforeCommit }), skipped, cells }, null, 2)}\n`);
   const lines = [
     `# grpc: the same model over REST JSON, REST binary and gRPC (model ${size}, ${WORKERS} workers, max batch ${MAX_BATCH}, wait ${MAX_WAIT_MS} ms)`,
     "",
-    "| server | streams | req/s | p50 ms | p99 ms | errors |",
-    "|---|--:|--:|--:|--:|--:|",
-    ...cells.map((c) => `| ${c.server} | ${c.streams} | ${c.requestsPerSec.toFixed(0)} | ${c.p50Ms.toFixed(2)} | ${c.p99Ms.toFixed(2)} | ${c.errors} |`),
+    "| server | streams | round | req/s | p50 ms | p99 ms | errors |",
+    "|---|--:|--:|--:|--:|--:|--:|",
+    ...cells.map((c) => `| ${c.server} | ${c.streams} | ${c.round + 1} | ${c.requestsPerSec.toFixed(0)} | ${c.p50Ms.toFixed(2)} | ${c.p99Ms.toFixed(2)} | ${c.errors} |`),
+    ...medians(cells, beforeCommit),
     ...(skipped === undefined ? [] : ["", skipped]),
     "",
   ];
   writeFileSync(join(ctx.resultsDir, "grpc.md"), lines.join("\n"));
 }
 
+// Medians over the rounds, per server and load; with --against, this tree's and the checkout's side by side.
+function medians(cells: Cell[], beforeCommit: string | undefined): string[] {
+  const groups = new Map<string, Cell[]>();
+  for (const c of cells) groups.set(`${c.server} ${c.streams}`, [...(groups.get(`${c.server} ${c.streams}`) ?? []), c]);
+  const rows = [...groups.values()].map((g) => {
+    const m = (f: (c: Cell) => number) => median(g.map(f));
+    return `| ${g[0]!.server} | ${g[0]!.streams} | ${g.length} | ${m((c) => c.requestsPerSec).toFixed(0)} | ${m((c) => c.p50Ms).toFixed(2)} | ${m((c) => c.p99Ms).toFixed(2)} |`;
+  });
+  const title = beforeCommit === undefined ? "Medians over the rounds" : `Medians over the rounds (\`@before\`: commit ${beforeCommit.slice(0, 12)})`;
+  return ["", `## ${title}`, "", "| server | streams | rounds | req/s | p50 ms | p99 ms |", "|---|--:|--:|--:|--:|--:|", ...rows];
+}
+
 export const scenario: Scenario = {
   name: "grpc",
   summary: "the same ONNX model over REST JSON, REST binary and gRPC (and MLServer's gRPC), 1..64 concurrent streams",
-  options: { model: { type: "string" }, streams: { type: "string" }, servers: { type: "string" }, "tensor-kb": { type: "string" } },
+  options: { model: { type: "string" }, streams: { type: "string" }, servers: { type: "string" }, "tensor-kb": { type: "string" }, against: { type: "string" } },
   help: {
     "model <size>": "small (256→512→10 MLP, default) or tiny",
     "streams <list>": "concurrent streams to measure at (default 1,2,4,8,16,32,64)",
     "servers <list>": `of ${ALL.join(", ")} (default all)`,
     "tensor-kb <n>": "send an FP32 tensor of n KiB to a model that sums it (no batching) instead of a row to the MLP",
+    "against <dir>": "also run the Shoal servers from another checkout (made by bench/tools/checkout.sh), as <name>@before, measured back to back with this tree's at each load of each round (BENCH_AGAINST)",
   },
   run,
 };

@@ -165,7 +165,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const shared: MemorySample[] = [];
   {
     const repo = repository(root, "shared", modelsDir);
-    const server = await serve(root, "shared-pool", ["serve", "--model-repository", repo.dir, "--workers", "2", "--model-control", "explicit"], { path: "/v2/repository/index", body: "{}" });
+    const server = await serve(root, "shared-pool", ["serve", "--model-repository", repo.dir, "--grpc-port", "0", "--workers", "2", "--model-control", "explicit"], { path: "/v2/repository/index", body: "{}" });
     commands["shared pool"] = [server.command, `curl -X POST ${server.url}/v2/repository/models/<name>/load   # after adding <name> to the repository, for each model`];
     try {
       shared.push(await settled(server.pid, 0));
@@ -225,7 +225,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
       path: "/inference",
       body: targets[0]!.env.WRK_BODY!,
     });
-    servers.v2 = await serve(root, "v2", ["serve", "--model-repository", repo.dir, "--workers", "1"], { path: targets[1]!.path, body: mlpBody });
+    servers.v2 = await serve(root, "v2", ["serve", "--model-repository", repo.dir, "--grpc-port", "0", "--workers", "1"], { path: targets[1]!.path, body: mlpBody });
     commands["/inference"] = [servers.inference.command];
     commands["V2"] = [servers.v2.command];
     // Both large bodies must be understood before they are measured.

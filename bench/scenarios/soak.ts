@@ -184,7 +184,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const server = await startServer({
     name: "shoal",
     script: "bench/servers/soak-server.ts",
-    args: ["--port", "{port}", "--address", "127.0.0.1", "--model-repository", repo, "--workers", "1", "--log-level", "warn", "--log-format", "json"],
+    args: ["--port", "{port}", "--grpc-port", "0", "--address", "127.0.0.1", "--model-repository", repo, "--workers", "1", "--log-level", "warn", "--log-format", "json"],
     port,
     cwd: ctx.root,
     env: { SOAK_STATS_FILE: statsFile, SOAK_SAMPLE_MS: String(sampleSec * 1000) },

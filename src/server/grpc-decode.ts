@@ -11,9 +11,20 @@ export class Undecodable {
 }
 
 /**
+ * On a decoded message: the ArrayBuffer its bytes fields view, when the message had that buffer
+ * to itself. @grpc/grpc-js gives each message of 4 KiB or more (inflated or not) an ArrayBuffer of
+ * its own, maybe with its 5-byte frame prefix, and drops it once decoded; the message's raw
+ * contents may then move to a worker as they are, their buffer with them.
+ */
+export const MESSAGE_BUFFER = Symbol("message buffer");
+// A message's 5-byte frame prefix (compressed flag and length), which may share its buffer.
+const FRAME_PREFIX = 5;
+
+/**
  * The service with request decoders that never throw: a message that cannot be read becomes an
  * Undecodable, which the handler answers as a client's error (on a stream, in the stream, which
- * goes on) rather than @grpc/grpc-js ending the call as INTERNAL.
+ * goes on) rather than @grpc/grpc-js ending the call as INTERNAL. A decoded message whose buffer
+ * was its own carries it as {@link MESSAGE_BUFFER}.
  */
 export function tolerant(service: ServiceDefinition): ServiceDefinition {
   const out: Record<string, unknown> = {};
@@ -24,7 +35,9 @@ export function tolerant(service: ServiceDefinition): ServiceDefinition {
       ...method,
       requestDeserialize: (bytes: Buffer) => {
         try {
-          return decode(bytes);
+          const message = decode(bytes);
+          if (bytes.buffer.byteLength - bytes.byteLength <= FRAME_PREFIX && typeof message === "object" && message !== null) message[MESSAGE_BUFFER] = bytes.buffer;
+          return message;
         } catch (err) {
           return new Undecodable(what, (err as Error).message);
         }

@@ -127,15 +127,15 @@ export class GrpcInference {
       if (this.v2.front.draining) throw new ShoalError("SHUTTING_DOWN", "the server is shutting down");
       const target = this.v2.find(request.model_name, request.model_version === "" ? undefined : request.model_version);
       path = this.v2.inferPath(target);
-      const { bytes, headerLength } = requestBody(request);
+      const { body, bytes, transfer } = requestBody(request);
       const hold = this.v2.front.hold();
-      if (!hold.take(bytes.byteLength)) throw new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
+      if (!hold.take(bytes)) throw new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
       // The sooner of the server's deadline and the call's, on the performance.now() clock.
       const callMs = callDeadline instanceof Date ? callDeadline.getTime() - Date.now() : callDeadline - Date.now();
       const timeoutMs = Math.min(this.timeoutMs, callMs);
       const answer = new GrpcAnswer(this.v2.front, path, arrival, hold, deliver);
-      const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(headerLength) }, deadline: Date.now() + timeoutMs, route: path };
-      const task = new Task(this.v2.stepsOf(target), meta, arrival + timeoutMs, bytes, [bytes.buffer as ArrayBuffer], answer);
+      const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) }, deadline: Date.now() + timeoutMs, route: path };
+      const task = new Task(this.v2.stepsOf(target), meta, arrival + timeoutMs, body, transfer, answer);
       answer.task = task;
       answer.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${Math.max(0, Math.round(timeoutMs))} ms`)), Math.max(0, timeoutMs));
       const refused = this.v2.front.admit(task);

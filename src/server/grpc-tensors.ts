@@ -1,16 +1,19 @@
 /**
  * gRPC inference messages and the V2 REST body with binary tensor data, both ways. A
- * ModelInferRequest becomes the body a REST client would send with every input binary (raw
- * contents are copied once into it, as they are; typed contents are laid out as raw ones) and
- * every output asked for as binary; the worker's answer, a JSON header and the outputs' bytes,
- * becomes a ModelInferResponse with `raw_output_contents` that view those bytes. So a gRPC
- * request takes the same way through the workers as a REST one, and the worker checks both
- * alike: shapes, sizes, limits and the model's inputs.
+ * ModelInferRequest becomes the body a REST client would send with every input binary and every
+ * output asked for as binary, in pieces (V2Pieces: the JSON header, then each input's bytes,
+ * not joined): raw contents as they came, typed contents laid out as raw ones. The worker's
+ * answer, a JSON header and the outputs' bytes, becomes a ModelInferResponse with
+ * `raw_output_contents` that view those bytes. So a gRPC request takes the same way through the
+ * workers as a REST one, and the worker checks both alike: shapes, sizes, limits and the
+ * model's inputs.
  */
 import { ClientError, EncodingError } from "../errors.js";
 import { bytesOf } from "../tensor/bytes.js";
-import { isV2Datatype, typedArrayFor, type NumericDatatype, type V2Datatype } from "../tensor/datatypes.js";
-import { joinBody, writeBinaryData } from "../v2/binary.js";
+import { isNumeric, isV2Datatype, typedArrayFor, type NumericDatatype, type V2Datatype } from "../tensor/datatypes.js";
+import { writeBinaryData } from "../v2/binary.js";
+import type { V2Pieces } from "../v2/types.js";
+import { MESSAGE_BUFFER } from "./grpc-decode.js";
 
 /** `inference-header-content-length`: where the JSON header of a V2 body ends. */
 export const HEADER_LENGTH = "inference-header-content-length";
@@ -45,8 +48,9 @@ interface TensorMessage {
   contents?: ContentsMessage | null;
 }
 
-/** A ModelInferRequest, as proto-loader decodes it. */
+/** A ModelInferRequest, as proto-loader decodes it (with the buffer it had to itself, if it did). */
 export interface InferRequestMessage {
+  [MESSAGE_BUFFER]?: ArrayBuffer;
   model_name: string;
   model_version: string;
   id: string;
@@ -84,25 +88,60 @@ const CONTENTS: Record<V2Datatype, keyof ContentsMessage | undefined> = {
 };
 const FIELDS = Object.keys({ bool_contents: 0, int_contents: 0, int64_contents: 0, uint_contents: 0, uint64_contents: 0, fp32_contents: 0, fp64_contents: 0, bytes_contents: 0 } satisfies Record<keyof ContentsMessage, 0>) as (keyof ContentsMessage)[];
 
+const utf8 = new TextEncoder();
+
 /**
- * The V2 REST body of a gRPC inference request: its bytes (an ArrayBuffer of their own, to move
- * to a worker) and the length of its JSON header. Throws a {@link ClientError} for raw contents
- * that do not match the inputs and for typed contents in the wrong field or out of range.
+ * The V2 REST body of a gRPC inference request, in pieces, with its size in bytes and the buffers
+ * to move (not copy) to a worker: every piece's, each held by nothing else. Raw contents stay
+ * views of their message when it had its buffer to itself (that buffer moves), else are copied.
+ * Throws a {@link ClientError} for raw contents that do not match the inputs and for typed
+ * contents in the wrong field or out of range.
  */
-export function requestBody(request: InferRequestMessage): { bytes: Uint8Array; headerLength: number } {
+export function requestBody(request: InferRequestMessage): { body: V2Pieces; bytes: number; transfer: ArrayBuffer[] } {
   const raw = request.raw_input_contents;
   if (raw.length > 0 && raw.length !== request.inputs.length) {
     throw new ClientError(`raw_input_contents holds ${raw.length} tensors for ${request.inputs.length} inputs; give one per input, in the order of inputs`);
   }
-  const parts = request.inputs.map((input, i) => (raw.length > 0 ? rawPart(input, raw[i]!) : contentsPart(input)));
+  let parts = request.inputs.map((input, i) => (raw.length > 0 ? rawPart(input, raw[i]!) : contentsPart(input)));
+  if (raw.length > 0) {
+    const buffer = request[MESSAGE_BUFFER];
+    // Uint8Array's slice copies, where a Buffer's would be a view.
+    parts = buffer !== undefined && parts.every((part) => part.buffer === buffer) ? aligned(request.inputs, parts, buffer) : parts.map((part) => Uint8Array.prototype.slice.call(part));
+  }
   const header = {
     ...(request.id === "" ? {} : { id: request.id }),
     parameters: { ...parameters(request.parameters), binary_data_output: true },
     inputs: request.inputs.map((input, i) => ({ name: input.name, datatype: input.datatype, shape: input.shape.map(Number), parameters: { ...parameters(input.parameters), binary_data_size: parts[i]!.byteLength } })),
     ...(request.outputs.length === 0 ? {} : { outputs: request.outputs.map((o) => ({ name: o.name, parameters: { ...parameters(o.parameters), binary_data: true } })) }),
   };
-  const body = joinBody(header, parts);
-  return { bytes: body.body, headerLength: body.headerLength ?? body.body.byteLength };
+  const json = utf8.encode(JSON.stringify(header));
+  const transfer = new Set<ArrayBuffer>([json.buffer as ArrayBuffer]);
+  for (const part of parts) transfer.add(part.buffer as ArrayBuffer);
+  return { body: { header: json, parts }, bytes: parts.reduce((sum, part) => sum + part.byteLength, json.byteLength), transfer: [...transfer] };
+}
+
+// Raw contents sit in their message wherever its protobuf framing put them, mostly at offsets a
+// worker cannot view FP32 or wider elements at (it would copy them). The message's bytes around
+// them are dead once decoded, so each is moved back to the nearest multiple of 8 (else of its
+// element size) that does not reach into the one before it: one memmove within the buffer, no
+// allocation.
+function aligned(inputs: readonly TensorMessage[], parts: Uint8Array[], buffer: ArrayBuffer): Uint8Array[] {
+  const whole = new Uint8Array(buffer);
+  let floor = 0;
+  return parts.map((part, i) => {
+    const datatype = inputs[i]!.datatype;
+    const size = isV2Datatype(datatype) && isNumeric(datatype) ? typedArrayFor(datatype).BYTES_PER_ELEMENT : 1;
+    let at = part.byteOffset;
+    if (at >= floor && at % size !== 0) {
+      const target = [at - (at % 8), at - (at % size)].find((t) => t >= floor);
+      if (target !== undefined) {
+        whole.copyWithin(target, at, at + part.byteLength);
+        at = target;
+      }
+    }
+    floor = at + part.byteLength;
+    return at === part.byteOffset ? part : new Uint8Array(buffer, at, part.byteLength);
+  });
 }
 
 function rawPart(input: TensorMessage, raw: Uint8Array): Uint8Array {

@@ -4,6 +4,7 @@
  * the REST API under `/v2`, and its inference requests go through the HTTP front's intake.
  */
 import type { Http2Server, ServerHttp2Session } from "node:http2";
+import type { Socket } from "node:net";
 import { Server as GrpcServer, ServerCredentials, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData, type ServerUnaryCall } from "@grpc/grpc-js";
 import { loadSync, type PackageDefinition } from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
@@ -12,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { GrpcAnswers } from "./grpc-answers.js";
 import { modelConfig } from "./grpc-config.js";
 import { tolerant, Undecodable } from "./grpc-decode.js";
 import { GrpcInference } from "./grpc-infer.js";
@@ -39,6 +41,7 @@ export class GrpcFront {
   readonly #health = new HealthImplementation({ "": "NOT_SERVING", [SERVICE]: "NOT_SERVING" });
   readonly #log: Logger;
   readonly #poll: NodeJS.Timeout;
+  readonly #answers: GrpcAnswers;
   #status: ServingStatus = "NOT_SERVING";
 
   constructor(
@@ -48,7 +51,8 @@ export class GrpcFront {
   ) {
     this.#log = logger;
     const definition = loadProtos();
-    this.#server = new GrpcServer({ "grpc.max_receive_message_length": config.maxRequestSize });
+    this.#answers = new GrpcAnswers(config.grpcCompression, SERVICE, logger);
+    this.#server = new GrpcServer({ "grpc.max_receive_message_length": config.maxRequestSize, interceptors: [this.#answers.interceptor] });
     const inference = new GrpcInference(v2, config.timeoutMs);
     const find = (name: string, version: string) => v2.find(name, version === "" ? undefined : version);
     const repository = (name: string) => {
@@ -90,7 +94,7 @@ export class GrpcFront {
           else callback(null, result);
         });
     }
-    this.#server.addService(tolerant(definition[SERVICE] as ServiceDefinition), handlers);
+    this.#server.addService(this.#answers.service(tolerant(definition[SERVICE] as ServiceDefinition)), handlers);
     this.#health.addToServer(this.#server);
     new ReflectionService(definition).addToServer(this.#server);
     this.#poll = setInterval(() => this.refresh(), HEALTH_POLL_MS).unref();
@@ -104,8 +108,16 @@ export class GrpcFront {
     return new Promise((resolve, reject) => {
       this.#server.bindAsync(`${host}:${grpcPort}`, ServerCredentials.createInsecure(), (err, port) => {
         if (err === null) {
-          // A request's gRPC frame: its message and 5 bytes of length prefix.
-          widenWindows(this.#server, this.config.maxRequestSize + 5);
+          for (const listener of http2Listeners(this.#server)) {
+            // A request's gRPC frame: its message and 5 bytes of length prefix.
+            widenWindows(listener, this.config.maxRequestSize + 5);
+            this.#answers.watch(listener);
+            // As on the REST port: net.Server closes connections past it as soon as they are accepted.
+            if (this.config.maxConnections > 0) listener.maxConnections = this.config.maxConnections;
+            // node:http sets TCP_NODELAY on its sockets (and gRPC's C core on its own), node:http2
+            // does not: small frames (trailers, WINDOW_UPDATE) go out at once, not after an ACK.
+            listener.on("connection", (socket: Socket) => socket.setNoDelay(true));
+          }
           resolve(port);
         } else reject(new Error(/in use/i.test(err.message) ? `${address}:${grpcPort} is already in use; choose another port with --grpc-port` : `cannot listen on ${address}:${grpcPort} for gRPC: ${err.message}`));
       });
@@ -170,20 +182,24 @@ export class GrpcFront {
   }
 }
 
+// The server's HTTP/2 listeners, which @grpc/grpc-js keeps as `http2Servers` and does not expose;
+// none when it no longer does (large tensors then wait on flow control, and answers go
+// uncompressed).
+function http2Listeners(server: GrpcServer): Http2Server[] {
+  const listeners = (server as unknown as { http2Servers?: unknown }).http2Servers;
+  return listeners instanceof Map ? [...listeners.keys()].filter((l): l is Http2Server => typeof (l as Partial<Http2Server>)?.prependListener === "function") : [];
+}
+
 // Large tensors: node:http2 lets a sender have 64 KiB in flight on a stream and on a connection
 // before it must wait for the receiver's WINDOW_UPDATE, and @grpc/grpc-js has no server option to
 // raise it (its client has grpc-node.flow_control_window): a 1 MiB tensor took 16 round trips.
-// Each session of the server's HTTP/2 listeners (which grpc-js keeps as `http2Servers`; without
-// them, nothing changes) gets windows the size of the largest request (--max-request-size), so a
-// request arrives in one go; what arrives is still bounded by that size and the byte budget.
-function widenWindows(server: GrpcServer, bytes: number): void {
-  const listeners = (server as unknown as { http2Servers?: Map<Http2Server, unknown> }).http2Servers;
+// Each session of the listener gets windows the size of the largest request (--max-request-size),
+// so a request arrives in one go; what arrives is still bounded by that size and the byte budget.
+function widenWindows(listener: Http2Server, bytes: number): void {
   const window = Math.min(bytes, 2 ** 31 - 1);
-  for (const listener of listeners?.keys() ?? []) {
-    listener.on("session", (session: ServerHttp2Session) => {
-      if (typeof session.setLocalWindowSize !== "function") return;
-      session.setLocalWindowSize(window);
-      session.settings({ initialWindowSize: window });
-    });
-  }
+  listener.on("session", (session: ServerHttp2Session) => {
+    if (typeof session.setLocalWindowSize !== "function") return;
+    session.setLocalWindowSize(window);
+    session.settings({ initialWindowSize: window });
+  });
 }

@@ -10,7 +10,7 @@ import { bytesOf, fromBytes } from "../tensor/bytes.js";
 import { isNumeric, typedArrayFor, type TypedArray, type V2Datatype } from "../tensor/datatypes.js";
 import { elementCount, formatShape } from "../tensor/shape.js";
 import { describe } from "./json-data.js";
-import type { V2Body } from "./types.js";
+import type { V2Body, V2Pieces } from "./types.js";
 
 const HEADER = "Inference-Header-Content-Length";
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -21,12 +21,15 @@ const utf8Encoder = new TextEncoder();
  * Without the header length there is none, and asking for some is the client's error.
  */
 export class BinaryTail {
-  readonly #bytes: Uint8Array | undefined;
+  readonly #bytes: Uint8Array | readonly Uint8Array[] | undefined;
   readonly #kind: string;
   #at = 0;
 
-  /** `bytes`: what follows the JSON header, undefined when the body had no header length. */
-  constructor(bytes: Uint8Array | undefined, kind: "request" | "response") {
+  /**
+   * `bytes`: what follows the JSON header, undefined when the body had no header length; or the
+   * pieces of a {@link V2Pieces}, one per tensor.
+   */
+  constructor(bytes: Uint8Array | readonly Uint8Array[] | undefined, kind: "request" | "response") {
     this.#bytes = bytes;
     this.#kind = kind;
   }
@@ -37,25 +40,44 @@ export class BinaryTail {
       throw new ClientError(`${where}: parameters.binary_data_size must be a whole number of bytes; got ${describe(size)}`);
     }
     if (this.#bytes === undefined) throw new ClientError(`${where} has parameters.binary_data_size but the ${this.#kind} has no ${HEADER} header`);
-    const left = this.#bytes.byteLength - this.#at;
+    if (Array.isArray(this.#bytes)) {
+      const piece = (this.#bytes as readonly Uint8Array[])[this.#at];
+      if (piece?.byteLength !== size) throw new ClientError(`${where}: binary_data_size is ${size} but its binary data is ${piece === undefined ? "missing" : `${piece.byteLength} bytes`}`);
+      this.#at++;
+      return piece;
+    }
+    const bytes = this.#bytes as Uint8Array;
+    const left = bytes.byteLength - this.#at;
     if (size > left) throw new ClientError(`${where}: binary_data_size is ${size} but only ${left} bytes of binary data are left after the JSON header and the tensors before it`);
     this.#at += size;
-    return this.#bytes.subarray(this.#at - size, this.#at);
+    return bytes.subarray(this.#at - size, this.#at);
   }
 
   /** Checks that the tensors' binary_data_size account for every byte. */
   finish(): void {
-    const left = (this.#bytes?.byteLength ?? 0) - this.#at;
+    if (Array.isArray(this.#bytes)) {
+      const left = this.#bytes.length - this.#at;
+      if (left > 0) throw new ClientError(`the ${this.#kind} has binary data for ${left} more tensors than have binary_data_size`);
+      return;
+    }
+    const left = ((this.#bytes as Uint8Array | undefined)?.byteLength ?? 0) - this.#at;
     if (left > 0) throw new ClientError(`the ${this.#kind} has ${left} bytes of binary data that no tensor's binary_data_size accounts for`);
   }
+}
+
+/** The bytes of a body, whole or in pieces. */
+export function bodyLength(body: Uint8Array | V2Pieces): number {
+  return body instanceof Uint8Array ? body.byteLength : body.parts.reduce((sum, part) => sum + part.byteLength, body.header.byteLength);
 }
 
 /**
  * Splits a body into its JSON header, parsed, and the binary data after it. `headerLength` is the
  * `Inference-Header-Content-Length` value as a number or as the header's text; without it the
- * whole body is JSON.
+ * whole body is JSON. A body in pieces has its header apart already, and `headerLength` is not
+ * looked at.
  */
-export function splitBody(body: Uint8Array, headerLength: number | string | undefined, kind: "request" | "response"): { header: unknown; tail: BinaryTail } {
+export function splitBody(body: Uint8Array | V2Pieces, headerLength: number | string | undefined, kind: "request" | "response"): { header: unknown; tail: BinaryTail } {
+  if (!(body instanceof Uint8Array)) return { header: parseHeader(body.header, kind, ""), tail: new BinaryTail(body.parts, kind) };
   let length = body.byteLength;
   if (headerLength !== undefined) {
     length = typeof headerLength === "number" ? headerLength : /^\s*[0-9]+\s*$/.test(headerLength) ? Number(headerLength) : NaN;
@@ -63,14 +85,16 @@ export function splitBody(body: Uint8Array, headerLength: number | string | unde
       throw new ClientError(`${HEADER} is ${JSON.stringify(headerLength)}; it must be a whole number of bytes, at most the body's ${body.byteLength}`);
     }
   }
-  let header: unknown;
+  const header = parseHeader(body.subarray(0, length), kind, headerLength === undefined ? "" : ` (its first ${length} bytes, by ${HEADER})`);
+  return { header, tail: new BinaryTail(headerLength === undefined ? undefined : body.subarray(length), kind) };
+}
+
+function parseHeader(bytes: Uint8Array, kind: string, within: string): unknown {
   try {
-    header = JSON.parse(utf8.decode(body.subarray(0, length)));
+    return JSON.parse(utf8.decode(bytes));
   } catch (err) {
-    const within = headerLength === undefined ? "" : ` (its first ${length} bytes, by ${HEADER})`;
     throw new ClientError(`the ${kind}'s JSON${within} is invalid: ${(err as Error).message}`);
   }
-  return { header, tail: new BinaryTail(headerLength === undefined ? undefined : body.subarray(length), kind) };
 }
 
 /**

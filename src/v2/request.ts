@@ -4,11 +4,11 @@
  */
 import { ClientError } from "../errors.js";
 import { UNLIMITED, type RequestLimits } from "../limits.js";
-import { joinBody, splitBody } from "./binary.js";
+import { bodyLength, joinBody, splitBody } from "./binary.js";
 import { describe } from "./json-data.js";
 import { decodeTensors, defined, duplicate, encodeTensors, optionalParameters, optionalString } from "./message.js";
 import { isObject } from "./tensor.js";
-import type { V2Body, V2InferenceRequest, V2RequestedOutput } from "./types.js";
+import type { V2Body, V2InferenceRequest, V2Pieces, V2RequestedOutput } from "./types.js";
 
 function decodeRequestedOutputs(outputs: unknown): V2RequestedOutput[] {
   if (!Array.isArray(outputs)) throw new ClientError(`"outputs" must be a list of { "name": ..., "parameters": ... }; got ${describe(outputs)}`);
@@ -29,6 +29,7 @@ function decodeRequestedOutputs(outputs: unknown): V2RequestedOutput[] {
  * if the request has one: the JSON header is then the body's first `headerLength` bytes and the
  * binary data of the inputs with `parameters.binary_data_size` follows, in input order. Numeric
  * binary data is a view onto `body` where its offset is aligned to the element size, else a copy.
+ * A body in {@link V2Pieces} has its header and each tensor's binary data apart (no header length).
  *
  * JSON `data` may be flat or nested as the shape (row-major); INT64/UINT64 elements may be decimal
  * strings, float elements null or "NaN"/"Infinity"/"-Infinity", BYTES elements are UTF-8 strings.
@@ -43,13 +44,13 @@ function decodeRequestedOutputs(outputs: unknown): V2RequestedOutput[] {
  * does not fit the shape or the datatype (a JSON number beyond a float datatype's range among
  * them), bad nesting, a missing or out-of-range `binary_data_size`, binary data left over.
  */
-export function decodeInferenceRequest(body: Uint8Array, headerLength?: number | string, limits: RequestLimits = UNLIMITED): V2InferenceRequest {
+export function decodeInferenceRequest(body: Uint8Array | V2Pieces, headerLength?: number | string, limits: RequestLimits = UNLIMITED): V2InferenceRequest {
   const { header, tail } = splitBody(body, headerLength, "request");
   if (!isObject(header)) throw new ClientError(`the request must be a JSON object with "inputs"; got ${describe(header)}`);
   const id = optionalString("the request", "id", header.id);
   const parameters = optionalParameters("the request", header.parameters, "binary_data_output");
   // No JSON text holds more elements than it has bytes, which bounds what shapes may claim.
-  const inputs = decodeTensors(header.inputs, "inputs", "input", tail, body.byteLength, limits);
+  const inputs = decodeTensors(header.inputs, "inputs", "input", tail, bodyLength(body), limits);
   const outputs = header.outputs === undefined ? undefined : decodeRequestedOutputs(header.outputs);
   return defined({ id, parameters, inputs, outputs });
 }

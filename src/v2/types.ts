@@ -51,6 +51,16 @@ export interface V2InferenceResponse {
   outputs: V2Tensor[];
 }
 
+/**
+ * A request body in pieces, not joined: its JSON header's bytes, then the binary data of each
+ * tensor with `binary_data_size`, one piece per tensor in header order, each exactly that size.
+ * The gRPC front hands a request's raw contents to a worker so, as views of its message.
+ */
+export interface V2Pieces {
+  header: Uint8Array;
+  parts: readonly Uint8Array[];
+}
+
 /** An encoded request or response, ready to send over HTTP. */
 export interface V2Body {
   body: Uint8Array;

@@ -257,7 +257,7 @@ export class BatchRunner<W extends Worker = Worker> {
   #decode(item: BatchItem): ItemResult {
     try {
       if (this.#stage && isV2Request(item.meta)) {
-        const { item: value, reply } = decodeV2Item(item.payload as Uint8Array, item.meta, this.boot.limits);
+        const { item: value, reply } = decodeV2Item(item.payload as Parameters<typeof decodeV2Item>[0], item.meta, this.boot.limits);
         return { ok: true, value: { v2Reply: reply, value } satisfies V2Carried };
       }
       return { ok: true, value: this.worker.decode(item.payload as Uint8Array, item.meta) };

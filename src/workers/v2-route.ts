@@ -9,7 +9,7 @@ import { EncodingError, errorToWire, ShoalError } from "../errors.js";
 import type { RequestLimits } from "../limits.js";
 import { halfToNumber } from "../tensor/fp16.js";
 import { decodeInferenceRequest, encodeInferenceResponse } from "../v2/index.js";
-import type { V2Body, V2InferenceRequest, V2Tensor } from "../v2/types.js";
+import type { V2Body, V2InferenceRequest, V2Pieces, V2Tensor } from "../v2/types.js";
 import type { RequestMeta } from "../worker.js";
 import type { ItemResult } from "./messages.js";
 import { exclusive } from "./transfer.js";
@@ -43,7 +43,7 @@ export function isV2Request(meta: RequestMeta): boolean {
  * elements as UTF-8 text, 64-bit integers as numbers (decimal strings beyond 2^53), FP16 as numbers,
  * BOOL as booleans.
  */
-export function decodeV2Item(body: Uint8Array, meta: RequestMeta, limits: RequestLimits): { item: Record<string, unknown>; reply: V2Reply } {
+export function decodeV2Item(body: Uint8Array | V2Pieces, meta: RequestMeta, limits: RequestLimits): { item: Record<string, unknown>; reply: V2Reply } {
   const header = meta.headers[HEADER_LENGTH];
   const { inputs, ...request } = decodeInferenceRequest(body, Array.isArray(header) ? undefined : header, limits);
   const item: Record<string, unknown> = {};

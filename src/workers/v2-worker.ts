@@ -1,7 +1,7 @@
 import { ClientError, type WireError } from "../errors.js";
 import { decodeInferenceRequest, encodeInferenceResponse } from "../v2/index.js";
 import { joinResponses } from "../v2/join.js";
-import type { V2Body, V2InferenceRequest, V2Tensor } from "../v2/types.js";
+import type { V2Body, V2InferenceRequest, V2Pieces, V2Tensor } from "../v2/types.js";
 import type { RequestMeta, Worker } from "../worker.js";
 import type { Failures } from "./batch-runner.js";
 import type { LoadedMessage, LoadMessage } from "./messages.js";
@@ -79,7 +79,8 @@ export function speakingV2<W extends Worker>(
       return "application/json";
     }
 
-    override decode(body: Uint8Array, meta: RequestMeta): unknown {
+    // A gRPC request comes in pieces (its raw contents not joined to the header).
+    override decode(body: Uint8Array | V2Pieces, meta: RequestMeta): unknown {
       const request = decodeInferenceRequest(body, headerLength(meta), this.limits);
       const input = this.adapter.toInput(request);
       (meta as Carrier)[EXCHANGE] = { request };

@@ -1,9 +1,11 @@
 /**
  * The gRPC fuzz: seeded calls to the V2 gRPC service of the fuzz server. Inference requests near
  * what the models take and then bent (datatypes, shapes, contents in the wrong field, raw contents
- * that do not match), well-formed messages cut or with bytes flipped, random bytes as any method's
- * message, unknown methods, streams of such requests, messages over the size limit, gzip-compressed
- * calls, and random metadata (tokens, request ids, odd keys, binary values).
+ * that do not match), large requests (several raw tensors of any datatype in a message of its own
+ * buffer, which moves to the worker; large answers, gzipped to gzip-compressed calls), well-formed
+ * messages cut or with bytes flipped, random bytes as any method's message, unknown methods,
+ * streams of such requests, messages over the size limit, gzip-compressed calls, and random
+ * metadata (tokens, request ids, odd keys, encoding headers, binary values).
  *
  * Every call must end with a status (none hangs, none resets) that the error table maps to, or
  * UNIMPLEMENTED for a method the service has not, or INTERNAL only as @grpc/grpc-js answers a
@@ -86,9 +88,24 @@ function inferRequest(r: Random): object {
   return { model_name: model, model_version: version, id: r.chance(0.3) ? r.string(r.skewed(0, 40), "ab-1é") : "", parameters, inputs, outputs, raw_input_contents: rawContents };
 }
 
-function framed(r: Random, count: number): Uint8Array {
+// A request of 4 KiB or more: the raw contents stay in its message's buffer, moved to aligned
+// offsets, and go to the worker with it. Right for the model or not, of any datatype and length.
+function largeRequest(r: Random): object {
+  const model = r.pick(["mlp", "upper", "pipeline"]);
+  if (model === "upper" && r.chance(0.6)) {
+    const count = r.int(1, 40);
+    return { model_name: model, inputs: [{ name: "text", datatype: "BYTES", shape: [count] }], raw_input_contents: [framed(r, count, 400)] };
+  }
+  const n = r.int(1, 4);
+  const inputs = Array.from({ length: n }, (_, i) => ({ name: i === 0 ? r.pick(["input", "n", "text"]) : `x${i}`, datatype: r.pick(DATATYPES), shape: [r.int(0, 1500)] }));
+  const raw = inputs.map(() => r.bytes(r.chance(0.5) ? r.int(4000, 9000) : r.skewed(0, 64)));
+  if (r.chance(0.1)) raw.pop();
+  return { model_name: model, inputs, raw_input_contents: raw };
+}
+
+function framed(r: Random, count: number, longest = 10): Uint8Array {
   const parts = Array.from({ length: count }, () => {
-    const text = Buffer.from(r.string(r.skewed(0, 10), "abc"));
+    const text = Buffer.from(r.string(r.skewed(0, longest), "abc"));
     const head = Buffer.alloc(4);
     head.writeUInt32LE(r.chance(0.9) ? text.length : r.uint32());
     return Buffer.concat([head, text]);
@@ -121,6 +138,7 @@ function metadata(r: Random, token: string): [string, string | Buffer][] {
   if (r.chance(0.2)) out.push(["x-request-id", r.pick(["abc", "", "a".repeat(300), "é", String(r.uint32())])]);
   if (r.chance(0.1)) out.push([r.pick(["x-odd", "inference-header-content-length", "content-encoding", "x-a-b"]), r.pick(["1", "-5", "gzip", "x".repeat(r.pick([10, 4000]))])]);
   if (r.chance(0.05)) out.push(["x-blob-bin", Buffer.from(r.bytes(r.skewed(0, 64)))]);
+  if (r.chance(0.05)) out.push([r.pick(["grpc-accept-encoding", "grpc-encoding", "accept-encoding"]), r.pick(["gzip", "identity", "", " GZIP , deflate", "br", "gzip;q=0", ",,,"])]);
   return out;
 }
 
@@ -131,6 +149,7 @@ export function generateCall(seed: number, index: number, token: string): GrpcFu
   const base = { index, metadata: metadata(r, token), gzip: r.chance(0.15) };
   return r.weighted<() => GrpcFuzzCall>([
     [10, () => ({ ...base, kind: "grpc:infer", method: "ModelInfer", stream: false, messages: [bend(r, serialize("ModelInfer", inferRequest(r)))] })],
+    [2, () => ({ ...base, kind: "grpc:large", method: "ModelInfer", stream: false, messages: [bend(r, serialize("ModelInfer", largeRequest(r)))] })],
     [3, () => ({ ...base, kind: "grpc:stream", method: "ModelStreamInfer", stream: true, messages: Array.from({ length: r.skewed(0, 6) }, () => bend(r, serialize("ModelInfer", inferRequest(r)))) })],
     [4, () => {
       const method = r.pick(METHODS.filter((m) => m !== "ModelInfer" && m !== "ModelStreamInfer"));
