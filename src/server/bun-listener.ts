@@ -63,6 +63,7 @@ export class BunListener implements Listener {
     const { port, address } = config;
     // A request under way may be silent up to its deadline (a stream's whole one included).
     const busyS = Math.min(MAX_IDLE_S, Math.ceil(Math.max(config.timeoutMs, config.streamTimeoutMs) / 1000) + 1);
+    let watch: Watch | undefined;
     try {
       this.#server = bun()!.serve({
         port,
@@ -72,10 +73,10 @@ export class BunListener implements Listener {
         maxRequestBodySize: Number.MAX_SAFE_INTEGER,
         development: false,
         fetch: (request, server) => {
-          server.timeout(request, busyS);
-          const req = new BunRequest(request);
-          const res = new BunResponse(req);
-          this.#handle(req, res, requestIdOf(req.headers["x-request-id"]), performance.now());
+          const req = new BunRequest(request, performance.now());
+          const res = new BunResponse(req, (watch ??= new Watch(server, busyS)));
+          this.#handle(req, res, requestIdOf(req.headers["x-request-id"]), req.arrival);
+          if (!res.writableEnded) watch.add(req);
           return res.answer;
         },
         // Handlers never throw (the front guards them): this is Bun's last resort.
@@ -96,6 +97,50 @@ export class BunListener implements Listener {
   }
 }
 
+// How long a request may go unanswered before its connection is watched (see Watch).
+const WATCH_MS = 20;
+
+/**
+ * The requests not yet answered, each watched once it has waited {@link WATCH_MS}: whether its
+ * client leaves (the request's abort signal), and a silence of up to its deadline on its
+ * connection (Bun closes one silent for its idle timeout, even with a request under way). Most
+ * requests are answered sooner and never pay for either; a client that left meanwhile is found
+ * gone at once, as its signal is then already aborted.
+ */
+class Watch {
+  // In order of arrival.
+  readonly #waiting = new Set<BunRequest>();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly server: BunServer,
+    readonly busyS: number,
+  ) {}
+
+  add(req: BunRequest): void {
+    this.#waiting.add(req);
+    this.#timer ??= setInterval(() => this.#sweep(), WATCH_MS);
+  }
+
+  /** The request is answered, or its client gone. */
+  delete(req: BunRequest): void {
+    this.#waiting.delete(req);
+  }
+
+  #sweep(): void {
+    const now = performance.now();
+    for (const req of this.#waiting) {
+      if (now - req.arrival < WATCH_MS) break;
+      this.#waiting.delete(req);
+      req.watch(this.server, this.busyS);
+    }
+    if (this.#waiting.size === 0) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+}
+
 /** A Bun Request as the handlers read requests: its body comes as `data` events once read. */
 class BunRequest extends EventEmitter implements HttpRequest {
   readonly method: string;
@@ -108,7 +153,11 @@ class BunRequest extends EventEmitter implements HttpRequest {
   #reading = false;
   #gone = false;
 
-  constructor(request: Request) {
+  constructor(
+    request: Request,
+    /** When it arrived (performance.now()). */
+    readonly arrival: number,
+  ) {
     super();
     this.#request = request;
     this.method = request.method;
@@ -118,7 +167,14 @@ class BunRequest extends EventEmitter implements HttpRequest {
     this.url = at < 0 ? "/" : full.slice(at);
     this.headers = (request.headers as Headers & { toJSON(): IncomingHttpHeaders }).toJSON();
     this.socket = { destroy: () => this.#leave() };
-    request.signal.addEventListener("abort", () => this.#leave(), { once: true });
+  }
+
+  /** From now on, a client that leaves is heard of, and the connection may be silent up to `busyS` seconds. */
+  watch(server: BunServer, busyS: number): void {
+    server.timeout(this.#request, busyS);
+    const { signal } = this.#request;
+    if (signal.aborted) this.#leave();
+    else signal.addEventListener("abort", () => this.#leave(), { once: true });
   }
 
   /** The client left, or its connection is to be cut: no more body, and `close` for whoever waits. */
@@ -205,9 +261,12 @@ class BunResponse extends EventEmitter implements HttpResponse {
   #stream: ReadableStreamDefaultController<Uint8Array> | undefined;
   #closed = false;
 
-  constructor(req: BunRequest) {
+  readonly #watch: Watch;
+
+  constructor(req: BunRequest, watch: Watch) {
     super();
     this.req = req;
+    this.#watch = watch;
     this.answer = new Promise<Response>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -310,6 +369,7 @@ class BunResponse extends EventEmitter implements HttpResponse {
   #close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#watch.delete(this.req);
     this.emit("close");
   }
 }
