@@ -36,6 +36,24 @@ export function runtimeCommand(script: string, args: readonly string[] = []): [s
   return [process.execPath, script.endsWith(".ts") ? ["--import", "tsx", script, ...args] : [script, ...args]];
 }
 
+/**
+ * Starts a server with a command of its own (not a script on {@link RUNTIME}) and resolves once it
+ * logs "ready", with its port and its output so far; rejects with that output if it does not.
+ */
+export async function startCommand(command: string, args: string[], cwd: string, readyMs: number): Promise<{ proc: ChildProcess; port: number; output: () => string }> {
+  const proc = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+  proc.stderr!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+  try {
+    await waitFor("ready", () => (out.includes('"msg":"ready"') ? true : undefined), readyMs);
+  } catch (err) {
+    proc.kill("SIGTERM");
+    throw new Error(`${(err as Error).message}\n${out}`);
+  }
+  return { proc, port: Number(out.match(/"port":(\d+)/)![1]), output: () => out };
+}
+
 /** One JSON log line of the server. */
 export type LogLine = Record<string, unknown> & { msg?: string };
 

@@ -3,12 +3,11 @@
  * and `bunx --bun shoal serve` in a project that depends on Shoal.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { ROOT, RUNTIME, fixture, post, startServer, waitFor } from "./helpers.js";
+import { ROOT, RUNTIME, fixture, post, startCommand, startServer } from "./helpers.js";
 import { ModelDir } from "./onnx-helpers.js";
 
 describe("the runtime's HTTP server", () => {
@@ -34,21 +33,16 @@ describe("the runtime's HTTP server", () => {
     symlinkSync(join("..", "shoal", "dist", "cli", "main.js"), join(project, "node_modules", ".bin", "shoal"));
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "uses-shoal", private: true, dependencies: { shoal: "*" } }));
     const model = models.mlp("tiny", { inputs: 4, hidden: 8, layers: 1, outputs: 3 });
-    const proc = spawn("bunx", ["--bun", "shoal", "serve", model, "--port", "0", "--address", "127.0.0.1", "--log-format", "json"], { cwd: project, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
-    proc.stderr!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+    let stop = () => {};
     try {
-      await waitFor("ready", () => (out.includes('"msg":"ready"') ? true : undefined), 30_000).catch((err: Error) => {
-        throw new Error(`${err.message}\n${out}`);
-      });
-      assert.match(out, /"http":"Bun.serve"/);
-      const port = Number(out.match(/"port":(\d+)/)![1]);
+      const { proc, port, output } = await startCommand("bunx", ["--bun", "shoal", "serve", model, "--port", "0", "--address", "127.0.0.1", "--log-format", "json"], project, 30_000);
+      stop = () => proc.kill("SIGTERM");
+      assert.match(output(), /"http":"Bun.serve"/);
       const reply = await post(`http://127.0.0.1:${port}/inference`, { input: [[1, 2, 3, 4]] });
       assert.equal(reply.status, 200, reply.text);
       assert.equal(reply.json.output[0].length, 3);
     } finally {
-      proc.kill("SIGTERM");
+      stop();
       models.remove();
       rmSync(project, { recursive: true, force: true });
     }
