@@ -44,9 +44,18 @@ export type Runtime = typeof RUNTIME;
  * after Shoal's answer when a chunked body it had not read proves malformed.
  */
 function bunParser(o: Outcome): boolean {
-  if (o.status === undefined) return o.request.raw !== undefined && o.error === "the connection closed without an answer";
-  if (o.answers === 2) return o.request.raw !== undefined && Buffer.from(o.request.raw).toString("latin1").toLowerCase().includes("transfer-encoding: chunked");
+  const raw = o.request.raw === undefined ? undefined : Buffer.from(o.request.raw).toString("latin1").toLowerCase();
+  if (o.status === undefined) return raw !== undefined && (o.error === "the connection closed without an answer" || closedWhileSending(raw, o.error));
+  if (o.answers === 2) return raw !== undefined && raw.includes("transfer-encoding: chunked");
   return [400, 431, 505].includes(o.status) && o.headers["x-request-id"] === undefined && o.body.byteLength === 0;
+}
+
+// Bun closes a connection that said `close` once it has answered, even while a large body is
+// still being sent on it: the client may see its write fail before it reads the answer
+// (README, "On Bun").
+function closedWhileSending(raw: string, error: string | undefined): boolean {
+  const declared = Number(/\r\ncontent-length: *(\d+)/.exec(raw)?.[1] ?? 0);
+  return (error === "EPIPE" || error === "ECONNRESET") && raw.includes("\r\nconnection: close") && declared >= 1024 * 1024;
 }
 
 /** What is wrong with an outcome, in words that group alike failures; undefined when nothing is. */
