@@ -19,7 +19,11 @@ const infer = tolerant(definition["inference.GRPCInferenceService"] as unknown a
 // of its own (5 bytes of prefix, then the message), or into a shared pool as small ones are.
 function received(request: object, pooled = false): InferRequestMessage {
   const bytes = infer.requestSerialize(request);
-  const framed = pooled ? Buffer.concat([Buffer.alloc(64 * 1024), Buffer.alloc(5), bytes]).subarray(64 * 1024) : Buffer.concat([Buffer.alloc(5), bytes]);
+  // A message of its own, as grpc-js joins a large one: exactly its buffer (Node 24's concat may
+  // hand a mid-sized result a larger one), or one inside a larger pool.
+  const own = Buffer.from(new ArrayBuffer(5 + bytes.byteLength));
+  own.set(bytes, 5);
+  const framed = pooled ? Buffer.concat([Buffer.alloc(64 * 1024), Buffer.alloc(5), bytes]).subarray(64 * 1024) : own;
   return infer.requestDeserialize(framed.subarray(5)) as InferRequestMessage;
 }
 
