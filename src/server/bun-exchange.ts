@@ -86,9 +86,15 @@ export class BunRequest extends EventEmitter implements HttpRequest {
     this.socket = { destroy: () => this.#leave() };
   }
 
-  /** From now on, a client that leaves is heard of, and the connection may be silent up to `busyS` seconds. */
+  /**
+   * From now on, a client that leaves is heard of; and once its body is in (the request is then
+   * the server's to answer), the connection may be silent up to `busyS` seconds. A client still
+   * sending keeps Bun's idle timeout: going silent mid-body must not hold the connection longer.
+   */
   watch(server: BunServer, busyS: number): void {
-    server.timeout(this.#request, busyS);
+    const extend = () => server.timeout(this.#request, busyS);
+    if (this.complete || this.#request.body === null) extend();
+    else this.once("end", extend);
     const { signal } = this.#request;
     if (signal.aborted) this.#leave();
     else signal.addEventListener("abort", () => this.#leave(), { once: true });
