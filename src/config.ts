@@ -69,6 +69,8 @@ export interface ServerConfig {
   maxRestarts: number;
   /** The window `maxRestarts` counts in, in ms. */
   restartWindowMs: number;
+  /** After a busy spell, how long the server must be idle before a garbage collection gives spare heap back, in ms (0: never). */
+  idleGcMs: number;
 }
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
@@ -151,6 +153,7 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--access-log-sample <rate>", "the share of answered requests the access log writes, from 0 to 1").env("SHOAL_ACCESS_LOG_SAMPLE").argParser(fraction).default(defaults.accessLogSample),
     new Option("--max-restarts <n>", "more worker restarts than this within --restart-window make /healthz answer 503, so that the orchestrator replaces the server (0: never)").env("SHOAL_MAX_RESTARTS").argParser(integer(0)).default(defaults.maxRestarts),
     new Option("--restart-window <ms>", "the window --max-restarts counts in").env("SHOAL_RESTART_WINDOW").argParser(integer(1)).default(defaults.restartWindowMs),
+    new Option("--idle-gc <ms>", "after a busy spell, once the server has been idle this long, one garbage collection gives the heap's spare memory back (0: never)").env("SHOAL_IDLE_GC").argParser(integer(0)).default(defaults.idleGcMs),
   ];
 }
 
@@ -190,6 +193,7 @@ export function defaultConfig(): ServerConfig {
     accessLogSample: 1,
     maxRestarts: 0,
     restartWindowMs: 300_000,
+    idleGcMs: 1000,
   };
 }
 
@@ -240,6 +244,7 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     accessLogSample: o.accessLogSample,
     maxRestarts: o.maxRestarts,
     restartWindowMs: o.restartWindow,
+    idleGcMs: o.idleGc,
   };
 }
 

@@ -21,6 +21,8 @@ export const defaults = { duration: 5, rounds: 3, warmup: 3 };
 
 const SHAPE = { inputs: 64, hidden: 128, layers: 1, outputs: 10 };
 const WORKERS = 2;
+/** How long the servers sit idle after the load before their memory is read again. */
+const SETTLE_MS = 5000;
 
 /** Writes both repositories under bench/.cache (afresh, so that settings changes apply); returns their folders. */
 function repositories(root: string, count: number, log: (line: string) => void): { shoal: string; mlserver: string; names: string[] } {
@@ -82,7 +84,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
     },
     { name: "mosec", config: "Mosec", unavailable: "one pipeline per server and no model repository: 20 models would be 20 servers", path: "", body: "" },
   ];
-  const memory: Record<string, { loaded?: TreeMemory; afterLoad?: TreeMemory }> = {};
+  const memory: Record<string, { loaded?: TreeMemory; afterLoad?: TreeMemory; settled?: TreeMemory }> = {};
   const result = await sweep(ctx, "multimodel", `multimodel: ${count} small ONNX models on a shared pool of ${WORKERS} workers`, contenders, s, {
     afterStart: async (servers) => {
       for (const [name, server] of servers) {
@@ -94,6 +96,12 @@ async function run(ctx: ScenarioContext): Promise<void> {
       for (const [name, server] of servers) {
         memory[name]!.afterLoad = treeMemory(server.pid);
         log(`  ${name} after the load: ${mib(memory[name]!.afterLoad)}`);
+      }
+      // What a server keeps once a burst is over, rather than the garbage of its last requests.
+      await new Promise((r) => setTimeout(r, SETTLE_MS));
+      for (const [name, server] of servers) {
+        memory[name]!.settled = treeMemory(server.pid);
+        log(`  ${name} ${SETTLE_MS / 1000} s after the load: ${mib(memory[name]!.settled)}`);
       }
     },
   });

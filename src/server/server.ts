@@ -24,6 +24,7 @@ import { dryRun } from "./dry-run.js";
 import { ServerHealth } from "./health.js";
 import { GrpcFront } from "./grpc.js";
 import { HttpFront } from "./http.js";
+import { startIdleGc } from "./idle-gc.js";
 import { apiDelegates } from "./apis.js";
 import { checkRouteModel, type RouteModelOptions } from "./route-model.js";
 import { appInfo, openApiDocument } from "./openapi.js";
@@ -34,11 +35,7 @@ const CHANNELS: Record<Isolation, ChannelFactory> = { thread: threadChannel, pro
 /** Settings given in code: defaults that CLI flags and `SHOAL_*` variables override. */
 export type ServerOptions = Partial<ServerConfig>;
 
-interface StageSpec {
-  cls: WorkerClass;
-  name: string;
-  options: ResolvedStageOptions;
-}
+interface StageSpec { cls: WorkerClass; name: string; options: ResolvedStageOptions }
 
 /**
  * Serves Workers over HTTP. Append stages with {@link Server.appendWorker}, add models served
@@ -209,6 +206,7 @@ export class Server {
 
   async #start(config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<AddressInfo> {
     let front: HttpFront | undefined;
+    startIdleGc(config.idleGcMs, logger);
     const restarts = new RestartLimit(config.maxRestarts, config.restartWindowMs);
     const health = new ServerHealth(() => stages, () => modelPool, restarts);
     const metrics: Metrics = new Metrics(config.namespace, {
