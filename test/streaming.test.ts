@@ -303,7 +303,9 @@ describe("streaming", () => {
   });
 
   test("a process worker's stream pauses for a client that does not read, and completes once it does", async () => {
-    const n = 120;
+    // Long enough that the buffers on the way (the pipe, the socket, Bun's stream) cannot hold it
+    // all: up to 109 chunks of 120 were made before the pause held on Bun.
+    const n = 240;
     const stream = new OpenStream(server.port, "/big-process", { tag: "process-pause", n, size: 256 * 1024 });
     const first = await stream.event();
     const stalled = await stalledAt("process-pause");
