@@ -496,3 +496,84 @@ describe("--max-connections 2 on the gRPC port", () => {
     assert.equal(server.exited, false);
   });
 });
+
+describe("gRPC messages still arriving are held against --max-inflight-bytes", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let port: number;
+  const MiB = 2 ** 20;
+
+  before(async () => {
+    repo.module("echo", "echo.ts", {});
+    port = await freePort();
+    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--max-request-size", String(2 * MiB), "--max-inflight-bytes", String(4 * MiB)]);
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("unfinished messages on many streams of one connection hold the budget; a stream past it is reset, and leaving returns every byte", async () => {
+    const { connect, constants } = await import("node:http2");
+    const session = connect(`http://127.0.0.1:${port}`, { settings: { initialWindowSize: 2 ** 31 - 1 } });
+    session.on("error", () => {});
+    // Six ModelInfer calls, each declaring a message of 1.5 MiB and sending 1 MiB of it: 6 MiB
+    // sent, of which a 4 MiB budget holds at most four calls' worth.
+    const resets: number[] = [];
+    const streams = Array.from({ length: 6 }, () => {
+      const stream = session.request({ ":method": "POST", ":path": "/inference.GRPCInferenceService/ModelInfer", "content-type": "application/grpc", te: "trailers" });
+      stream.on("error", () => {});
+      stream.on("close", () => resets.push(stream.rstCode ?? -1));
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(1.5 * MiB, 1);
+      stream.write(Buffer.concat([prefix, Buffer.alloc(MiB, 1)]));
+      return stream;
+    });
+    const url = server.url;
+    await waitFor("streams past the budget reset", () => (resets.length >= 2 ? true : undefined));
+    assert.ok(resets.every((code) => code === constants.NGHTTP2_ENHANCE_YOUR_CALM), `reset with ${resets.join(", ")}`);
+    const held = (await metric(url, "shoal_request_bytes_in_flight"))!;
+    assert.ok(held <= 4 * MiB && held >= 3 * MiB, `${held} bytes held`);
+    // The REST front shares the budget: a body that does not fit is 429 now.
+    const rest = await post(`${server.url}/v2/models/echo/infer`, { inputs: [{ name: "text", datatype: "BYTES", shape: [1], data: ["x".repeat(MiB)] }] });
+    assert.equal(rest.status, 429, rest.text);
+    for (const stream of streams) stream.close();
+    session.close();
+    await waitForMetric(url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+    const after = await post(`${server.url}/v2/models/echo/infer`, { inputs: [{ name: "text", datatype: "BYTES", shape: [1], data: ["x".repeat(MiB)] }] });
+    assert.equal(after.status, 200, after.text);
+    assert.equal(server.exited, false);
+  });
+
+  test("a stream of requests returns each message's bytes once it is whole", async () => {
+    const { connect } = await import("node:http2");
+    const session = connect(`http://127.0.0.1:${port}`);
+    session.on("error", () => {});
+    const stream = session.request({ ":method": "POST", ":path": "/inference.GRPCInferenceService/ModelStreamInfer", "content-type": "application/grpc", te: "trailers" });
+    stream.on("error", () => {});
+    const answers: Buffer[] = [];
+    stream.on("data", (chunk: Buffer) => answers.push(chunk));
+    // Three whole messages of 1.5 MiB each (an unparseable request is answered with an error
+    // message, and the stream goes on): 4.5 MiB in all, more than the budget held at once.
+    for (let i = 0; i < 3; i++) {
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(1.5 * MiB, 1);
+      stream.write(Buffer.concat([prefix, Buffer.alloc(1.5 * MiB, 0xff)]));
+    }
+    await waitFor("three answers", () => (Buffer.concat(answers).length > 0 && countMessages(Buffer.concat(answers)) >= 3 ? true : undefined));
+    assert.match(Buffer.concat(answers).toString("latin1"), /bad request: the message is not a valid ModelInferRequest/);
+    assert.equal(stream.closed, false, "the stream goes on");
+    // Each message's bytes went back once it was whole and answered, the stream still open.
+    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+    stream.close();
+    session.close();
+    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+  });
+});
+
+// How many whole gRPC messages `bytes` holds.
+function countMessages(bytes: Buffer): number {
+  let n = 0;
+  for (let at = 0; at + 5 <= bytes.length; at += 5 + bytes.readUInt32BE(at + 1)) n++;
+  return n;
+}

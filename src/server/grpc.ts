@@ -14,6 +14,7 @@ import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { GrpcAnswers } from "./grpc-answers.js";
+import { holdArrivingMessages } from "./grpc-arrivals.js";
 import { modelConfig } from "./grpc-config.js";
 import { tolerant, Undecodable } from "./grpc-decode.js";
 import { GrpcInference } from "./grpc-infer.js";
@@ -42,6 +43,8 @@ export class GrpcFront {
   readonly #log: Logger;
   readonly #poll: NodeJS.Timeout;
   readonly #answers: GrpcAnswers;
+  // The paths of the V2 calls whose requests stream (ModelStreamInfer).
+  readonly #streaming: Set<string>;
   #status: ServingStatus = "NOT_SERVING";
 
   constructor(
@@ -51,6 +54,7 @@ export class GrpcFront {
   ) {
     this.#log = logger;
     const definition = loadProtos();
+    this.#streaming = new Set(Object.values(definition[SERVICE] as ServiceDefinition).flatMap((m) => (m.requestStream ? [m.path] : [])));
     this.#answers = new GrpcAnswers(config.grpcCompression, SERVICE, logger);
     this.#server = new GrpcServer({ "grpc.max_receive_message_length": config.maxRequestSize, interceptors: [this.#answers.interceptor] });
     const inference = new GrpcInference(v2, config.timeoutMs);
@@ -111,6 +115,7 @@ export class GrpcFront {
           for (const listener of http2Listeners(this.#server)) {
             // A request's gRPC frame: its message and 5 bytes of length prefix.
             widenWindows(listener, this.config.maxRequestSize + 5);
+            holdArrivingMessages(listener, (path) => this.#streaming.has(path), () => this.v2.front.hold(), () => this.v2.front.answered("/v2/models/infer", 429, performance.now(), "grpc"));
             this.#answers.watch(listener);
             // As on the REST port: net.Server closes connections past it as soon as they are accepted.
             if (this.config.maxConnections > 0) listener.maxConnections = this.config.maxConnections;
