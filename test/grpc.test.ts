@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
-import { metric, post, send, waitFor, waitForMetric, type ServerProcess } from "./helpers.js";
+import { metric, post, RUNTIME, send, waitFor, waitForMetric, type ServerProcess } from "./helpers.js";
 import { gunzipSync } from "node:zlib";
 import { definition, fp32, freePort, rawCall, readFp32, V2Client, type RawAnswer } from "./grpc-helpers.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
@@ -513,7 +513,8 @@ describe("gRPC messages still arriving are held against --max-inflight-bytes", (
     repo.remove();
   });
 
-  test("unfinished messages on many streams of one connection hold the budget; a stream past it is reset, and leaving returns every byte", async () => {
+  // Bun's node:http2 server resets every stream of a connection when one is reset (README: On Bun).
+  test("unfinished messages on many streams of one connection hold the budget; a stream past it is reset, and leaving returns every byte", { skip: RUNTIME === "bun" ? "Bun's HTTP/2 server resets the connection's other streams too (README: On Bun)" : false }, async () => {
     const { connect, constants } = await import("node:http2");
     const session = connect(`http://127.0.0.1:${port}`, { settings: { initialWindowSize: 2 ** 31 - 1 } });
     session.on("error", () => {});

@@ -61,6 +61,8 @@ export function holdArrivingMessages(listener: Http2Server, streaming: (path: st
         if (!held.take(piece.bytes)) {
           held.release();
           stream.off("data", count);
+          // Closing with a code destroys the stream with an error: it is ours, and expected.
+          stream.on("error", () => {});
           stream.close(constants.NGHTTP2_ENHANCE_YOUR_CALM);
           refused();
           return;
