@@ -4,7 +4,7 @@
  * with --idle-gc 0, and without lending its collector to the user's code.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { IdleGc } from "../src/server/idle-gc.js";
 import { fixture, post, sleep, startServer, type ServerProcess } from "./helpers.js";
 
@@ -40,14 +40,18 @@ async function burst(server: ServerProcess): Promise<void> {
   }
 }
 
-describe("a server with --idle-gc", () => {
-  let server: ServerProcess;
-  before(async () => {
-    server = await startServer(fixture("basic.ts"), { args: ["--idle-gc", "300", "--log-level", "debug"] });
-  });
-  after(() => server?.stop());
+// A server of fixtures/basic.ts with `args` and debug logs, stopped once `fn` is done.
+async function withServer(args: string[], fn: (server: ServerProcess) => Promise<void>): Promise<void> {
+  const server = await startServer(fixture("basic.ts"), { args: [...args, "--log-level", "debug"] });
+  try {
+    await fn(server);
+  } finally {
+    await server.stop();
+  }
+}
 
-  test("collects once after a burst of requests, then keeps answering", async () => {
+test("--idle-gc 300: collects after a burst of requests, not while idle, and keeps answering", () =>
+  withServer(["--idle-gc", "300"], async (server) => {
     // Start-up (loading the worker) may have been a busy spell of its own: count from here.
     await sleep(1000);
     const before = collected(server).length;
@@ -55,25 +59,19 @@ describe("a server with --idle-gc", () => {
     const line = await server.waitForLog((l) => l.msg === "idle: garbage collected" && collected(server).length > before, 10_000);
     assert.equal(typeof line.ms, "number");
     assert.ok((line.rssAfter as number) > 0 && (line.rssBefore as number) > 0);
+    await sleep(1000);
+    const settled = collected(server).length;
     await sleep(1500);
-    assert.equal(collected(server).length, before + 1, "one collection per busy spell, none while idle");
+    assert.equal(collected(server).length, settled, "no collection while idle");
     assert.equal((await post(`${server.url}/inference`, { after: true })).status, 200);
-  });
-});
+  }));
 
-describe("a server with --idle-gc 0", () => {
-  let server: ServerProcess;
-  before(async () => {
-    server = await startServer(fixture("basic.ts"), { args: ["--idle-gc", "0", "--log-level", "debug"] });
-  });
-  after(() => server?.stop());
-
-  test("never collects on its own", async () => {
+test("--idle-gc 0: never collects on its own", () =>
+  withServer(["--idle-gc", "0"], async (server) => {
     await burst(server);
     await sleep(1500);
     assert.equal(collected(server).length, 0);
-  });
-});
+  }));
 
 test("neither the server's main thread nor its workers see a global gc they did not ask for", async () => {
   const server = await startServer(fixture("globals.ts"));
