@@ -125,4 +125,15 @@ describe("glibc's malloc in the processes Shoal starts", { skip: !LINUX ? "glibc
     const answer = await infer(`${server.url}/v2/models/mlp/infer`, { inputs: [{ name: "input", datatype: "FP32", shape: [1, SHAPE.inputs], data: row }] });
     assert.equal(answer.reply.status, 200, answer.reply.text);
   });
+
+  // The same start caps V8's semi-spaces at Node 20's 16 MiB, unless the user sized them.
+  const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+  test("and with V8's semi-spaces at 16 MiB, unless NODE_OPTIONS sizes them", { skip: execve ? false : "this Node has no process.execve" }, async () => {
+    const capped = await serveRepository(repo.dir, ["--workers", "1"]);
+    const sized = await serveRepository(repo.dir, ["--workers", "1"], { NODE_OPTIONS: "--max-semi-space-size=4" });
+    servers.push(capped, sized);
+    assert.ok(cmdline(capped.proc.pid!).includes("--max-semi-space-size=16"), cmdline(capped.proc.pid!).join(" "));
+    assert.ok(!cmdline(sized.proc.pid!).some((arg) => arg.startsWith("--max-semi-space-size")), cmdline(sized.proc.pid!).join(" "));
+    assert.ok(tuned(environ(sized.proc.pid!)), "still started again with the malloc tunables");
+  });
 });

@@ -7,13 +7,14 @@
  */
 import { readFileSync } from "node:fs";
 import { isMainThread } from "node:worker_threads";
-import { mallocTuned, withMallocTunables } from "../workers/allocator.js";
+import { mallocTuned, withMallocTunables, withYoungGenerationCap } from "../workers/allocator.js";
 
-// glibc reads how its malloc is set up only when the process starts (see allocator.ts): the
-// command starts itself again, in the same process, with that set. Node 22.15 and later can.
+// glibc reads how its malloc is set up only when the process starts, and V8 its semi-spaces' size
+// (see allocator.ts): the command starts itself again, in the same process, with both set. Node
+// 22.15 and later can.
 const execve = (process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never }).execve;
 if (isMainThread && process.platform === "linux" && execve !== undefined && !mallocTuned(process.env)) {
-  execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], withMallocTunables(process.env));
+  execve(process.execPath, [process.execPath, ...withYoungGenerationCap(process.execArgv, process.env), ...process.argv.slice(1)], withMallocTunables(process.env));
 }
 
 const { Command } = await import("commander");

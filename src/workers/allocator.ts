@@ -29,3 +29,14 @@ export function withMallocTunables<E extends NodeJS.ProcessEnv>(env: E): E {
   const others = env.GLIBC_TUNABLES;
   return { ...env, GLIBC_TUNABLES: others ? `${others}:${MALLOC_TUNABLES}` : MALLOC_TUNABLES };
 }
+
+/**
+ * V8's semi-spaces for a process started again by `shoal serve`: Node 24 lets the HTTP thread's
+ * young generation grow to 128 MiB under load (Node 20 to 32), which nearly doubled the peak of a
+ * burst; 16 MiB semi-spaces, Node 20's size, kept the peak at Node 20's with the same throughput
+ * (docs/deploy.md#memory). Flags or `NODE_OPTIONS` that set them are left as they are.
+ */
+export function withYoungGenerationCap(execArgv: readonly string[], env: NodeJS.ProcessEnv): string[] {
+  const set = [...execArgv, ...(env.NODE_OPTIONS ?? "").split(/\s+/)].some((flag) => /^--max[-_]semi[-_]space[-_]size\b/.test(flag));
+  return set ? [...execArgv] : ["--max-semi-space-size=16", ...execArgv];
+}
