@@ -53,21 +53,25 @@ export class MessageFrames {
  */
 export function holdArrivingMessages(listener: Http2Server, streaming: (path: string) => boolean, hold: () => Hold, refused: () => void): void {
   listener.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
-    const frames = new MessageFrames();
-    const perMessage = streaming(String(headers[":path"]));
+    // Only a streaming call's message ends matter; a unary call's bytes are simply counted.
+    const frames = streaming(String(headers[":path"])) ? new MessageFrames() : undefined;
     let held = hold();
+    const refuse = () => {
+      held.release();
+      stream.off("data", count);
+      // Closing with a code destroys the stream with an error: it is ours, and expected.
+      stream.on("error", () => {});
+      stream.close(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      refused();
+    };
     const count = (chunk: Buffer) => {
+      if (frames === undefined) {
+        if (!held.take(chunk.length)) refuse();
+        return;
+      }
       for (const piece of frames.split(chunk)) {
-        if (!held.take(piece.bytes)) {
-          held.release();
-          stream.off("data", count);
-          // Closing with a code destroys the stream with an error: it is ours, and expected.
-          stream.on("error", () => {});
-          stream.close(constants.NGHTTP2_ENHANCE_YOUR_CALM);
-          refused();
-          return;
-        }
-        if (piece.ends && perMessage) {
+        if (!held.take(piece.bytes)) return refuse();
+        if (piece.ends) {
           held.release();
           held = hold();
         }

@@ -46,9 +46,10 @@ export function startIdleGc(periodMs: number, logger: Logger): () => void {
   const decide = new IdleGc();
   let last = process.cpuUsage();
   const timer = setInterval(() => {
-    const used = process.cpuUsage(last);
-    last = process.cpuUsage();
-    if (!decide.next((used.user + used.system) / (periodMs * 1000))) return;
+    const now = process.cpuUsage();
+    const usedUs = now.user - last.user + now.system - last.system;
+    last = now;
+    if (!decide.next(usedUs / (periodMs * 1000))) return;
     const before = process.memoryUsage().rss;
     const start = performance.now();
     collect();
