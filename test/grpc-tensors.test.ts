@@ -84,6 +84,23 @@ describe("gRPC requests as V2 bodies", () => {
     assert.deepEqual(decodeInferenceRequest(body).inputs[2]!.data, f32);
   });
 
+  test("raw contents that fill little of their message's own buffer (the rest fields protobuf skips) are copied out: the buffer is not kept for them", () => {
+    // A 4-byte tensor, then 1 MiB of an unknown field (number 99, length-delimited).
+    const bytes = infer.requestSerialize({ model_name: "m", inputs: [{ name: "x", datatype: "FP32", shape: [1] }], raw_input_contents: [Buffer.from(Float32Array.of(2.5).buffer)] });
+    const padding = Buffer.alloc(2 ** 20, 7);
+    const unknown = Buffer.concat([Buffer.from([0x9a, 0x06, 0x80, 0x80, 0x40]), padding]);
+    const own = Buffer.from(new ArrayBuffer(5 + bytes.byteLength + unknown.byteLength));
+    own.set(bytes, 5);
+    own.set(unknown, 5 + bytes.byteLength);
+    const message = infer.requestDeserialize(own.subarray(5)) as InferRequestMessage;
+    assert.equal(message[MESSAGE_BUFFER], own.buffer);
+    const { body, bytes: counted, transfer } = requestBody(message);
+    assert.notEqual(body.parts[0]!.buffer, own.buffer);
+    assert.ok(!transfer.includes(own.buffer as ArrayBuffer), "the padded buffer does not move to the worker");
+    assert.equal(counted, body.header.byteLength + 4);
+    assert.deepEqual(decodeInferenceRequest(body).inputs[0]!.data, Float32Array.of(2.5));
+  });
+
   test("typed contents become pieces of their own", () => {
     const { body, transfer } = requestBody(received({ model_name: "m", inputs: [{ name: "x", datatype: "INT32", shape: [2], contents: { int_contents: [7, -8] } }] }));
     assert.deepEqual(transfer, [body.header.buffer, body.parts[0]!.buffer]);

@@ -106,7 +106,7 @@ export function requestBody(request: InferRequestMessage): { body: V2Pieces; byt
   if (raw.length > 0) {
     const buffer = request[MESSAGE_BUFFER];
     // Uint8Array's slice copies, where a Buffer's would be a view.
-    parts = buffer !== undefined && parts.every((part) => part.buffer === buffer) ? aligned(request.inputs, parts, buffer) : parts.map((part) => Uint8Array.prototype.slice.call(part));
+    parts = buffer !== undefined && mostOf(buffer, parts) ? aligned(request.inputs, parts, buffer) : parts.map((part) => Uint8Array.prototype.slice.call(part));
   }
   const header = {
     ...(request.id === "" ? {} : { id: request.id }),
@@ -118,6 +118,18 @@ export function requestBody(request: InferRequestMessage): { body: V2Pieces; byt
   const transfer = new Set<ArrayBuffer>([json.buffer as ArrayBuffer]);
   for (const part of parts) transfer.add(part.buffer as ArrayBuffer);
   return { body: { header: json, parts }, bytes: parts.reduce((sum, part) => sum + part.byteLength, json.byteLength), transfer: [...transfer] };
+}
+
+// Whether the raw contents are views of `buffer` and fill at least 7/8 of it, so that moving the
+// whole buffer holds little more than the request is counted for: a message padded with fields
+// protobuf skips, or one that inflated from a few bytes, is copied out instead.
+function mostOf(buffer: ArrayBuffer, parts: Uint8Array[]): boolean {
+  let bytes = 0;
+  for (const part of parts) {
+    if (part.buffer !== buffer) return false;
+    bytes += part.byteLength;
+  }
+  return bytes * 8 >= buffer.byteLength * 7;
 }
 
 // Raw contents sit in their message wherever its protobuf framing put them, mostly at offsets a
