@@ -572,6 +572,40 @@ describe("gRPC messages still arriving are held against --max-inflight-bytes", (
   });
 });
 
+describe("gRPC reflection streams and the byte budget", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let port: number;
+
+  before(async () => {
+    repo.module("echo", "echo.ts", {});
+    port = await freePort();
+    server = await serveRepository(repo.dir, ["--grpc-port", String(port)]);
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("a reflection stream left open holds none of the budget once its requests are answered", async () => {
+    const { connect } = await import("node:http2");
+    const session = connect(`http://127.0.0.1:${port}`);
+    session.on("error", () => {});
+    const stream = session.request({ ":method": "POST", ":path": "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", "content-type": "application/grpc", te: "trailers" });
+    stream.on("error", () => {});
+    const answers: Buffer[] = [];
+    stream.on("data", (chunk: Buffer) => answers.push(chunk));
+    // ServerReflectionRequest { list_services: "*" }, three times, the stream left open.
+    const listServices = Buffer.from([0, 0, 0, 0, 3, 0x3a, 0x01, 0x2a]);
+    for (let i = 0; i < 3; i++) stream.write(listServices);
+    await waitFor("three answers", () => (countMessages(Buffer.concat(answers)) >= 3 ? true : undefined));
+    assert.match(Buffer.concat(answers).toString("latin1"), /inference\.GRPCInferenceService/);
+    assert.equal(await metric(server.url, "shoal_request_bytes_in_flight"), 0);
+    stream.close();
+    session.close();
+  });
+});
+
 // How many whole gRPC messages `bytes` holds.
 function countMessages(bytes: Buffer): number {
   let n = 0;

@@ -43,8 +43,9 @@ export class GrpcFront {
   readonly #log: Logger;
   readonly #poll: NodeJS.Timeout;
   readonly #answers: GrpcAnswers;
-  // The paths of the V2 calls whose requests stream (ModelStreamInfer).
-  readonly #streaming: Set<string>;
+  // The paths of the calls whose requests stream (ModelStreamInfer, reflection's), as every
+  // service is added.
+  readonly #streaming = new Set<string>();
   #status: ServingStatus = "NOT_SERVING";
 
   constructor(
@@ -54,7 +55,6 @@ export class GrpcFront {
   ) {
     this.#log = logger;
     const definition = loadProtos();
-    this.#streaming = new Set(Object.values(definition[SERVICE] as ServiceDefinition).flatMap((m) => (m.requestStream ? [m.path] : [])));
     this.#answers = new GrpcAnswers(config.grpcCompression, SERVICE, logger);
     this.#server = new GrpcServer({ "grpc.max_receive_message_length": config.maxRequestSize, interceptors: [this.#answers.interceptor] });
     const inference = new GrpcInference(v2, config.timeoutMs);
@@ -98,6 +98,11 @@ export class GrpcFront {
           else callback(null, result);
         });
     }
+    const addService = this.#server.addService.bind(this.#server);
+    this.#server.addService = (service, implementation) => {
+      for (const method of Object.values(service)) if (method.requestStream) this.#streaming.add(method.path);
+      addService(service, implementation);
+    };
     this.#server.addService(this.#answers.service(tolerant(definition[SERVICE] as ServiceDefinition)), handlers);
     this.#health.addToServer(this.#server);
     new ReflectionService(definition).addToServer(this.#server);
