@@ -92,12 +92,19 @@ export class BunRequest extends EventEmitter implements HttpRequest {
    * sending keeps Bun's idle timeout: going silent mid-body must not hold the connection longer.
    */
   watch(server: BunServer, busyS: number): void {
-    const extend = () => server.timeout(this.#request, busyS);
+    const { signal } = this.#request;
+    if (signal.aborted) return this.#leave();
+    signal.addEventListener("abort", () => this.#leave(), { once: true });
+    // Runs from a timer or a body's end, after the client may have gone: nothing to extend then.
+    const extend = () => {
+      try {
+        server.timeout(this.#request, busyS);
+      } catch {
+        this.#leave();
+      }
+    };
     if (this.complete || this.#request.body === null) extend();
     else this.once("end", extend);
-    const { signal } = this.#request;
-    if (signal.aborted) this.#leave();
-    else signal.addEventListener("abort", () => this.#leave(), { once: true });
   }
 
   /** The client left, or its connection is to be cut: no more body, and `close` for whoever waits. */
