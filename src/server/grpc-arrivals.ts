@@ -1,8 +1,9 @@
 import { constants, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { Hold } from "./budget.js";
+import { PREFIX } from "./grpc-frames.js";
 
 /**
- * Where the messages of one gRPC request stream end: each is a 5-byte prefix (a compressed flag
+ * Where the messages of one gRPC request stream end: each is a {@link PREFIX}-byte prefix (a compressed flag
  * and a 4-byte big-endian length) followed by that many bytes.
  */
 export class MessageFrames {
@@ -17,14 +18,14 @@ export class MessageFrames {
     while (at < chunk.length) {
       const start = at;
       let ends = false;
-      while (this.#prefix < 5 && at < chunk.length) {
+      while (this.#prefix < PREFIX && at < chunk.length) {
         // Byte 0 is the flag; bytes 1 to 4 the length (a product, not a shift: no sign bit).
         this.#length = this.#prefix === 0 ? 0 : this.#length * 256 + chunk[at]!;
         this.#prefix++;
         at++;
-        if (this.#prefix === 5) this.#left = this.#length;
+        if (this.#prefix === PREFIX) this.#left = this.#length;
       }
-      if (this.#prefix === 5) {
+      if (this.#prefix === PREFIX) {
         const body = Math.min(this.#left, chunk.length - at);
         at += body;
         this.#left -= body;

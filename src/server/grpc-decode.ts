@@ -1,5 +1,6 @@
 import type { ServiceDefinition } from "@grpc/grpc-js";
 import { ShoalError } from "../errors.js";
+import { PREFIX } from "./grpc-frames.js";
 
 /** A request message that is not valid protobuf for its call: answered INVALID_ARGUMENT by the handler. */
 export class Undecodable {
@@ -18,7 +19,6 @@ export class Undecodable {
  */
 export const MESSAGE_BUFFER = Symbol("message buffer");
 // A message's 5-byte frame prefix (compressed flag and length), which may share its buffer.
-const FRAME_PREFIX = 5;
 
 /**
  * The service with request decoders that never throw: a message that cannot be read becomes an
@@ -36,7 +36,7 @@ export function tolerant(service: ServiceDefinition): ServiceDefinition {
       requestDeserialize: (bytes: Buffer) => {
         try {
           const message = decode(bytes);
-          if (bytes.buffer.byteLength - bytes.byteLength <= FRAME_PREFIX && typeof message === "object" && message !== null) message[MESSAGE_BUFFER] = bytes.buffer;
+          if (bytes.buffer.byteLength - bytes.byteLength <= PREFIX && typeof message === "object" && message !== null) message[MESSAGE_BUFFER] = bytes.buffer;
           return message;
         } catch (err) {
           return new Undecodable(what, (err as Error).message);

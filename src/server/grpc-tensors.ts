@@ -15,8 +15,6 @@ import { writeBinaryData } from "../v2/binary.js";
 import type { V2Pieces } from "../v2/types.js";
 import { MESSAGE_BUFFER } from "./grpc-decode.js";
 
-/** `inference-header-content-length`: where the JSON header of a V2 body ends. */
-export const HEADER_LENGTH = "inference-header-content-length";
 
 /** A parameter's value as proto-loader gives it (`oneofs: true`, 64-bit integers as strings). */
 export interface ParameterMessage {

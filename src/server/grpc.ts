@@ -15,6 +15,7 @@ import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { GrpcAnswers } from "./grpc-answers.js";
 import { holdArrivingMessages } from "./grpc-arrivals.js";
+import { PREFIX } from "./grpc-frames.js";
 import { modelConfig } from "./grpc-config.js";
 import { tolerant, Undecodable } from "./grpc-decode.js";
 import { GrpcInference } from "./grpc-infer.js";
@@ -119,7 +120,7 @@ export class GrpcFront {
         if (err === null) {
           for (const listener of http2Listeners(this.#server)) {
             // A request's gRPC frame: its message and 5 bytes of length prefix.
-            widenWindows(listener, this.config.maxRequestSize + 5);
+            widenWindows(listener, this.config.maxRequestSize + PREFIX);
             holdArrivingMessages(listener, (path) => this.#streaming.has(path), () => this.v2.front.hold(), () => this.v2.front.answered("/v2/models/infer", 429, performance.now(), "grpc"));
             this.#answers.watch(listener);
             // As on the REST port: net.Server closes connections past it as soon as they are accepted.

@@ -13,6 +13,8 @@ import { describe } from "./json-data.js";
 import type { V2Body, V2Pieces } from "./types.js";
 
 const HEADER = "Inference-Header-Content-Length";
+/** The header that says where a binary V2 body's JSON header ends, as Node names headers. */
+export const HEADER_LENGTH = "inference-header-content-length";
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const utf8Encoder = new TextEncoder();
 

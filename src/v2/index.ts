@@ -6,5 +6,6 @@ export type { TensorMetadata, TypedArray, V2Body, V2Datatype, V2InferenceRequest
 export { elementSize, fromOnnxType, isV2Datatype, toOnnxType, typedArrayFor, V2_DATATYPES, type NumericDatatype, type OnnxType, type TypedArrayClass } from "../tensor/datatypes.js";
 export { halfToNumber, numberToHalf } from "../tensor/fp16.js";
 export { elementCount } from "../tensor/shape.js";
+export { HEADER_LENGTH } from "./binary.js";
 export { decodeInferenceRequest, encodeInferenceRequest, type EncodeRequestOptions } from "./request.js";
 export { decodeInferenceResponse, encodeInferenceResponse } from "./response.js";

@@ -8,7 +8,7 @@
 import { EncodingError, errorToWire, ShoalError } from "../errors.js";
 import type { RequestLimits } from "../limits.js";
 import { halfToNumber } from "../tensor/fp16.js";
-import { decodeInferenceRequest, encodeInferenceResponse } from "../v2/index.js";
+import { decodeInferenceRequest, encodeInferenceResponse, HEADER_LENGTH } from "../v2/index.js";
 import type { V2Body, V2InferenceRequest, V2Pieces, V2Tensor } from "../v2/types.js";
 import type { RequestMeta } from "../worker.js";
 import type { ItemResult } from "./messages.js";
@@ -16,7 +16,6 @@ import { exclusive } from "./transfer.js";
 
 /** The path prefix of the requests of a route served as a V2 model. */
 export const V2_MODEL_PATH = "/v2/models/";
-const HEADER_LENGTH = "inference-header-content-length";
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const utf8Encoder = new TextEncoder();
 
@@ -121,7 +120,7 @@ export function v2Answer(output: unknown, reply: V2Reply, transfer: Set<ArrayBuf
     const { body, contentType, headerLength } = encodeV2Answer(output, reply);
     const own = exclusive(body);
     if (own.byteLength > 0) transfer.add(own.buffer as ArrayBuffer);
-    return { ok: true, value: own, contentType, ...(headerLength === undefined ? {} : { headers: { "inference-header-content-length": String(headerLength) } }) };
+    return { ok: true, value: own, contentType, ...(headerLength === undefined ? {} : { headers: { [HEADER_LENGTH]: String(headerLength) } }) };
   } catch (err) {
     return { ok: false, error: errorToWire(err, "ENCODING") };
   }

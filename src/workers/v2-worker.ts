@@ -1,12 +1,11 @@
 import { ClientError, type WireError } from "../errors.js";
-import { decodeInferenceRequest, encodeInferenceResponse } from "../v2/index.js";
+import { decodeInferenceRequest, encodeInferenceResponse, HEADER_LENGTH } from "../v2/index.js";
 import { joinResponses } from "../v2/join.js";
 import type { V2Body, V2InferenceRequest, V2Pieces, V2Tensor } from "../v2/types.js";
 import type { RequestMeta, Worker } from "../worker.js";
 import type { Failures } from "./batch-runner.js";
 import type { LoadedMessage, LoadMessage } from "./messages.js";
 
-const HEADER_LENGTH = "inference-header-content-length";
 
 /**
  * How a model's Worker takes V2 requests and gives V2 tensors, by its runtime (ONNX or a
