@@ -547,13 +547,7 @@ describe("gRPC messages still arriving are held against --max-inflight-bytes", (
   });
 
   test("a stream of requests returns each message's bytes once it is whole", async () => {
-    const { connect } = await import("node:http2");
-    const session = connect(`http://127.0.0.1:${port}`);
-    session.on("error", () => {});
-    const stream = session.request({ ":method": "POST", ":path": "/inference.GRPCInferenceService/ModelStreamInfer", "content-type": "application/grpc", te: "trailers" });
-    stream.on("error", () => {});
-    const answers: Buffer[] = [];
-    stream.on("data", (chunk: Buffer) => answers.push(chunk));
+    const { session, stream, answers } = await openCall(port, "/inference.GRPCInferenceService/ModelStreamInfer");
     // Three whole messages of 1.5 MiB each (an unparseable request is answered with an error
     // message, and the stream goes on): 4.5 MiB in all, more than the budget held at once.
     for (let i = 0; i < 3; i++) {
@@ -570,31 +564,9 @@ describe("gRPC messages still arriving are held against --max-inflight-bytes", (
     session.close();
     await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
   });
-});
-
-describe("gRPC reflection streams and the byte budget", () => {
-  const repo = new ModelRepo();
-  let server: ServerProcess;
-  let port: number;
-
-  before(async () => {
-    repo.module("echo", "echo.ts", {});
-    port = await freePort();
-    server = await serveRepository(repo.dir, ["--grpc-port", String(port)]);
-  });
-  after(async () => {
-    await server?.stop();
-    repo.remove();
-  });
 
   test("a reflection stream left open holds none of the budget once its requests are answered", async () => {
-    const { connect } = await import("node:http2");
-    const session = connect(`http://127.0.0.1:${port}`);
-    session.on("error", () => {});
-    const stream = session.request({ ":method": "POST", ":path": "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", "content-type": "application/grpc", te: "trailers" });
-    stream.on("error", () => {});
-    const answers: Buffer[] = [];
-    stream.on("data", (chunk: Buffer) => answers.push(chunk));
+    const { session, stream, answers } = await openCall(port, "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo");
     // ServerReflectionRequest { list_services: "*" }, three times, the stream left open.
     const listServices = Buffer.from([0, 0, 0, 0, 3, 0x3a, 0x01, 0x2a]);
     for (let i = 0; i < 3; i++) stream.write(listServices);
@@ -605,6 +577,18 @@ describe("gRPC reflection streams and the byte budget", () => {
     session.close();
   });
 });
+
+// A raw HTTP/2 call of `path`, left open, gathering what it is answered.
+async function openCall(port: number, path: string) {
+  const { connect } = await import("node:http2");
+  const session = connect(`http://127.0.0.1:${port}`);
+  session.on("error", () => {});
+  const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" });
+  stream.on("error", () => {});
+  const answers: Buffer[] = [];
+  stream.on("data", (chunk: Buffer) => answers.push(chunk));
+  return { session, stream, answers };
+}
 
 // How many whole gRPC messages `bytes` holds.
 function countMessages(bytes: Buffer): number {
