@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { describe, test, type TestContext } from "node:test";
 import type { ShoalError } from "../src/errors.js";
 import { BatchQueue } from "../src/scheduling/batch-queue.js";
+import { Fifo } from "../src/scheduling/fifo.js";
 import type { Task } from "../src/scheduling/task.js";
 
 /** What the queue reads and writes of a task. */
@@ -21,7 +22,7 @@ function setUp({ capacity = 8, maxBatchSize = 4, maxWaitMs = 10 } = {}) {
   const woken = { count: 0 };
   const waits: number[] = [];
   const answers = new Map<Task, ShoalError>();
-  const queue = new BatchQueue({ maxBatchSize, maxWaitMs }, capacity, "stage Test_1", () => woken.count++, (ms) => waits.push(ms), () => clock.now);
+  const queue = new BatchQueue({ policy: { maxBatchSize, maxWaitMs }, capacity, owner: "stage Test_1", order: new Fifo(), wake: () => woken.count++, waited: (ms) => waits.push(ms), now: () => clock.now });
   /** A task at its route's first stage unless `ingress` is false; its deadline TIMEOUT_MS from now unless given. */
   const task = ({ ingress = true, deadline = clock.now + TIMEOUT_MS } = {}): Task => {
     const queued: Queued = { ingress, deadline, enqueuedAt: 0, queuedIn: null, fail: (error) => answers.set(t, error) };

@@ -9,6 +9,7 @@ import { describe, test } from "node:test";
 import { ShoalError } from "../src/errors.js";
 import { BatchQueue } from "../src/scheduling/batch-queue.js";
 import { Fifo } from "../src/scheduling/fifo.js";
+import type { QueueOrder } from "../src/scheduling/queue-order.js";
 import { Task, type Reply, type Step } from "../src/scheduling/task.js";
 
 /** No step: a task queued here is at its first step, and the queue never hands it on. */
@@ -16,10 +17,10 @@ const STEPS: readonly Step[] = [];
 const TIMEOUT_MS = 1000;
 
 /** A queue on a clock the test moves, and the tasks it answered. */
-function setUp(capacity = 4, maxBatchSize = 8, maxWaitMs = 10) {
+function setUp(capacity = 4, maxBatchSize = 8, maxWaitMs = 10, order: QueueOrder<Task> = new Fifo()) {
   const clock = { now: 0 };
   const answers = new WeakMap<Task, number>();
-  const queue = new BatchQueue({ maxBatchSize, maxWaitMs }, capacity, "stage Test_1", () => {}, () => {}, () => clock.now);
+  const queue = new BatchQueue({ policy: { maxBatchSize, maxWaitMs }, capacity, owner: "stage Test_1", order, wake: () => {}, waited: () => {}, now: () => clock.now });
   const task = (extra?: object): Task => {
     const reply: Reply & { extra?: object } = {
       send: () => answers.set(t, 200),
@@ -109,6 +110,31 @@ describe("BatchQueue", () => {
     assert.equal(queue.next(), undefined, "it has waited 2 ms of its 10");
     clock.now += 8;
     assert.deepEqual(queue.next(), [next]);
+  });
+
+  test("tasks leave in the order its owner gave it, and the wait counts from the one that leaves first", () => {
+    // Last in, first out: an order of the test's own, to show the seam holds any order.
+    const items: Task[] = [];
+    const lifo: QueueOrder<Task> = {
+      get length() {
+        return items.length;
+      },
+      push: (item) => void items.push(item),
+      peek: () => items.at(-1),
+      shift: () => items.pop(),
+      remove: (item) => items.includes(item) && items.splice(items.indexOf(item), 1).length === 1,
+    };
+    const { clock, queue, task } = setUp(8, 2, 10, lifo);
+    const [a, b, c] = [task(), task(), task()];
+    queue.admit(a);
+    clock.now = 5;
+    queue.admit(b);
+    queue.admit(c);
+    assert.deepEqual(queue.next(), [c, b], "a full batch leaves at once, newest first");
+    clock.now = 9;
+    assert.equal(queue.next(), undefined, "a's wait counts from its own arrival, at 0");
+    clock.now = 10;
+    assert.deepEqual(queue.next(), [a]);
   });
 
   test("drain hands over every live task, in order", () => {

@@ -1,6 +1,7 @@
 import { ShoalError } from "../errors.js";
 import type { Metrics, StageMetrics } from "../metrics/registry.js";
 import { BatchQueue } from "../scheduling/batch-queue.js";
+import { Fifo } from "../scheduling/fifo.js";
 import type { Delivery, Flight, ItemSuccess } from "../scheduling/dispatcher.js";
 import type { Step, Task } from "../scheduling/task.js";
 import type { ModelSpec } from "./repository.js";
@@ -149,9 +150,16 @@ export class ModelVersion implements Step {
         return settings().maxWaitMs;
       },
     };
-    this.queue = new BatchQueue(policy, capacity, `model ${this.label}`, () => hosting.pump(), (ms) => {
-      this.metrics.queueWait(ms);
-      this.stats.queued(ms);
+    this.queue = new BatchQueue({
+      policy,
+      capacity,
+      owner: `model ${this.label}`,
+      order: new Fifo(),
+      wake: () => hosting.pump(),
+      waited: (ms) => {
+        this.metrics.queueWait(ms);
+        this.stats.queued(ms);
+      },
     });
   }
 

@@ -1,34 +1,53 @@
 import { ShoalError } from "../errors.js";
 import { decideBatch, type BatchPolicy } from "./batcher.js";
-import { Fifo } from "./fifo.js";
+import type { QueueOrder } from "./queue-order.js";
 import type { Task } from "./task.js";
+
+/** What a {@link BatchQueue} is made of, given by its owner. */
+export interface BatchQueueOptions {
+  policy: BatchPolicy;
+  /** Most tasks queued; ingress tasks beyond it are refused with 429. */
+  capacity: number;
+  /** Says whose queue is full in a 429, e.g. `stage Double_1`. */
+  owner: string;
+  /** The order tasks leave in: `new Fifo()` for first in, first out. */
+  order: QueueOrder<Task>;
+  /** Called when a partial batch may leave: the owner pulls again. */
+  wake: () => void;
+  /** Records how long each task that leaves waited, in ms. */
+  waited: (ms: number) => void;
+  /** The clock of tasks' arrivals and deadlines (`performance.now()` unless given). */
+  now?: () => number;
+}
 
 /**
  * A queue of tasks with its batch policy: what a stage and a model of the shared pool both put
  * their requests in. It answers "which tasks leave now", fails what outlived its deadline, and
  * wakes its owner when a partial batch has waited long enough. A task that settles while queued
  * (its deadline timer, its client gone) leaves at once, whether or not a worker ever pulls. Who
- * sends the batch, and to which worker, is the owner's business.
+ * sends the batch, and to which worker, is the owner's business; so is the order tasks leave in.
  */
 export class BatchQueue {
-  /** Tasks waiting, none of them settled. */
-  readonly #queue = new Fifo<Task>();
+  readonly policy: BatchPolicy;
+  readonly capacity: number;
+  readonly owner: string;
+  readonly wake: () => void;
+  readonly waited: (ms: number) => void;
+  readonly now: () => number;
+  /** Tasks waiting, none of them settled, in the order they leave. */
+  readonly #queue: QueueOrder<Task>;
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Infinity;
 
-  constructor(
-    readonly policy: BatchPolicy,
-    /** Most tasks queued; ingress tasks beyond it are refused with 429. */
-    readonly capacity: number,
-    /** Says whose queue is full in a 429, e.g. `stage Double_1`. */
-    readonly owner: string,
-    /** Called when a partial batch may leave: the owner pulls again. */
-    readonly wake: () => void,
-    /** Records how long each task that leaves waited, in ms. */
-    readonly waited: (ms: number) => void,
-    /** The clock of tasks' arrivals and deadlines (`performance.now()`). */
-    readonly now: () => number = () => performance.now(),
-  ) {}
+  constructor(options: BatchQueueOptions) {
+    this.policy = options.policy;
+    this.capacity = options.capacity;
+    this.owner = options.owner;
+    this.wake = options.wake;
+    this.waited = options.waited;
+    this.now = options.now ?? (() => performance.now());
+    this.#queue = options.order;
+  }
 
   /** Tasks waiting: what capacity counts. */
   get queued(): number {

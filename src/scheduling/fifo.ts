@@ -1,8 +1,10 @@
+import type { QueueOrder } from "./queue-order.js";
+
 /**
  * A first-in first-out queue on a growable ring buffer: O(1) push and shift without the
  * re-indexing cost of `Array.prototype.shift` on long queues.
  */
-export class Fifo<T> {
+export class Fifo<T> implements QueueOrder<T> {
   #items: (T | undefined)[] = new Array(16);
   #head = 0;
   #length = 0;

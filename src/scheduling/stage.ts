@@ -7,6 +7,7 @@ import type { RequestLimits } from "../workers/messages.js";
 import type { Pool } from "../workers/pool.js";
 import type { RestartLimit } from "../workers/restart-policy.js";
 import { BatchQueue } from "./batch-queue.js";
+import { Fifo } from "./fifo.js";
 import type { BatchPolicy } from "./batcher.js";
 import { Dispatcher, type Chooser, type Delivery, type Flight, type ItemSuccess } from "./dispatcher.js";
 import type { Step, Task } from "./task.js";
@@ -65,7 +66,7 @@ export class Stage implements Step, Chooser, Delivery {
     this.stream = options.stream;
     this.logFields = { stage: name };
     this.#size = this.batches ? undefined : () => this.#sendSize();
-    this.#queue = new BatchQueue(this.policy, context.capacity, `stage ${name}`, () => this.dispatcher.pump(), (ms) => this.metrics.queueWait(ms));
+    this.#queue = new BatchQueue({ policy: this.policy, capacity: context.capacity, owner: `stage ${name}`, order: new Fifo(), wake: () => this.dispatcher.pump(), waited: (ms) => this.metrics.queueWait(ms) });
     this.dispatcher = new Dispatcher(
       {
         name,
