@@ -1,5 +1,4 @@
 import { errorToWire, type ErrorCode, type WireError } from "../errors.js";
-import { REPORT_INTERVAL_MS } from "../metrics/worker-metrics.js";
 import type { Schema } from "../schema.js";
 import { warmUp } from "./warm-up.js";
 import type { RequestMeta, Worker, WorkerClass, WorkerLog } from "../worker.js";
@@ -55,7 +54,7 @@ export class BatchRunner<W extends Worker = Worker> {
   readonly #stage: boolean;
   // The first warm-up example as forward() received it (parsed), for --dry-run.
   #example: unknown;
-  #metricsTimer: NodeJS.Timeout | undefined;
+  #stopReports: (() => void) | undefined;
 
   private constructor(
     readonly worker: W,
@@ -91,7 +90,7 @@ export class BatchRunner<W extends Worker = Worker> {
     await worker.init();
     const runner = new BatchRunner(worker, boot, failures, send);
     await runner.#warmUp();
-    runner.#reportMetrics(send);
+    runner.#stopReports = worker.metrics.report((metrics) => send({ kind: "metrics", metrics }));
     return runner;
   }
 
@@ -119,23 +118,9 @@ export class BatchRunner<W extends Worker = Worker> {
     this.#example = await warmUp(examples, boot, { input: this.#input, output: this.#output }, (inputs, metas) => this.#forward(inputs, metas));
   }
 
-  // Sends the Worker's own metrics to the coordinator while it has any, when they change.
-  #reportMetrics(send: Send): void {
-    const own = this.worker.metrics;
-    let last = "";
-    this.#metricsTimer = setInterval(async () => {
-      const metrics = await own.values();
-      if (metrics === undefined) return;
-      const text = JSON.stringify(metrics);
-      if (text === last) return;
-      last = text;
-      send({ kind: "metrics", metrics });
-    }, REPORT_INTERVAL_MS).unref();
-  }
-
   /** Stops reporting the Worker's metrics, when the runner is dropped (a model unloaded). */
   stop(): void {
-    clearInterval(this.#metricsTimer);
+    this.#stopReports?.();
   }
 
   async run(batch: BatchMessage): Promise<Outgoing> {
