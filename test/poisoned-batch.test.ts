@@ -3,7 +3,8 @@
  * fails onnxruntime's run of the whole stack): the batch runs again in parts, the item at fault
  * gets its own 400 naming its input, the others their answers, and the extra runs show in
  * `shoal_stage_batch_retry_runs_total`. On stages (thread and process workers) and on the shared
- * model pool; a Worker may opt out; a model that fails everything is not run once per item.
+ * model pool, and for a streaming Worker; a Worker may opt out; a model that fails everything is
+ * not run once per item.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -11,6 +12,7 @@ import { embeddingValue } from "./fixtures/make-embedding.js";
 import { RecordFile, assertError, fixture, metric, post, send, startServer, type Reply, type ServerProcess } from "./helpers.js";
 import { serveRepository, ModelRepo } from "./model-helpers.js";
 import { ModelDir } from "./onnx-helpers.js";
+import { sseData } from "./stream-client.js";
 
 const ROWS = 10;
 const WIDTH = 4;
@@ -106,6 +108,18 @@ describe("a poisoned batch on stages", () => {
     // Both halves failed the same way: the failure is the batch's, and the split stops there.
     assert.deepEqual(calls.lines(), ["broken 16", "broken 8", "broken 8"]);
     assert.equal(await retries("Broken_4"), 2);
+  });
+
+  test("a streaming Worker's forward() that fails a batch before its streams start: 7 streams run, the poisoned request gets its 500", async () => {
+    const replies = await Promise.all(Array.from({ length: 8 }, (_, k) => post(`${server.url}/streams`, k === 6 ? { tag: "p", poison: true } : { tag: `s${k}` }, { accept: "text/event-stream" })));
+    replies.forEach((reply, k) => {
+      if (k === 6) return assertError(reply, 500, "inference internal error");
+      assert.equal(reply.status, 200, reply.text);
+      // Each stream came from the run of the part without the poisoned request: halves of 4, 2, 1.
+      const batch = k < 4 ? 4 : k < 6 ? 2 : 1;
+      assert.deepEqual(sseData(reply.text), [0, 1, 2].map((i) => ({ tag: `s${k}`, i, batch })));
+    });
+    assert.equal(await retries("Streams_5"), 6);
   });
 });
 
