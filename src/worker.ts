@@ -108,6 +108,14 @@ export abstract class Worker {
    * ```
    */
   static streaming: boolean | StreamSettings = false;
+  /**
+   * When a batch of several items fails as a whole (`forward()` throws), the worker runs it again
+   * in halves, down to single items, so that only the items at fault fail and the others get
+   * their answers (docs/lifecycle.md, "A batch that fails as a whole"). Set it to false for a
+   * `forward()` with side effects, or too costly to run twice: the whole batch then fails with
+   * the exception, as it is.
+   */
+  static splitFailedBatches = true;
 
   /** 1..num within the stage. Set before `init()` runs (not yet inside the constructor). */
   workerId = 0;
@@ -197,4 +205,4 @@ export abstract class Worker {
 }
 
 /** A class that builds a {@link Worker}, with its static declarations. */
-export type WorkerClass = (new () => Worker) & Pick<typeof Worker, "input" | "output" | "batched"> & Partial<Pick<typeof Worker, "streaming">> & { readonly stepwise?: boolean };
+export type WorkerClass = (new () => Worker) & Pick<typeof Worker, "input" | "output" | "batched"> & Partial<Pick<typeof Worker, "streaming" | "splitFailedBatches">> & { readonly stepwise?: boolean };

@@ -1,7 +1,7 @@
-/** Dynamic batching: batches form under load, each item keeps its own answer, errors stay per item. */
+/** Dynamic batching: batches form under load, each item keeps its own answer, errors stay per item (a batch that fails as a whole included). */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { RecordFile, assertError, fixture, post, startServer, type Reply, type ServerProcess } from "./helpers.js";
+import { RecordFile, assertError, fixture, metric, post, startServer, type Reply, type ServerProcess } from "./helpers.js";
 
 describe("batching", () => {
   let server: ServerProcess;
@@ -16,8 +16,8 @@ describe("batching", () => {
 
   // Sends 8 concurrent requests to /group, a stage that waits up to 2 s to fill a batch of 8, so
   // that they travel as one batch. `body(i)` gives the body of request i.
-  function group(body: (i: number) => unknown): Promise<Reply[]> {
-    return Promise.all(Array.from({ length: 8 }, (_, i) => post(`${server.url}/group`, body(i), { "x-request-id": `group-${i}` })));
+  function group(body: (i: number) => unknown, route = "/group"): Promise<Reply[]> {
+    return Promise.all(Array.from({ length: 8 }, (_, i) => post(`${server.url}${route}`, body(i), { "x-request-id": `group-${i}` })));
   }
 
   test("32 concurrent requests form batches (some > 1, none > 8) and each request gets its own answer", async () => {
@@ -85,10 +85,28 @@ describe("batching", () => {
     }
   });
 
-  test("an exception from forward() fails every item of the batch with 500", async () => {
-    const replies = await group((i) => ({ i, mode: i === 0 ? "throw" : undefined }));
+  test("an exception from forward() fails only the item that causes it: the batch runs again in halves to find it", async () => {
+    const retries = () => metric(server.url, "shoal_stage_batch_retry_runs_total", { stage: "Group_3" });
+    const before = await retries();
+    const replies = await group((i) => ({ i, mode: i === 6 ? "throw" : undefined }));
+    for (const [i, reply] of replies.entries()) {
+      if (i === 6) {
+        assertError(reply, 500, "inference internal error");
+        continue;
+      }
+      assert.equal(reply.status, 200, reply.text);
+      assert.equal(reply.json.i, i);
+      // Answered by the run of the part that did not hold item 6: halves of 4, 2 and 1.
+      assert.equal(reply.json.batch, i < 4 ? 4 : i < 6 ? 2 : 1, reply.text);
+    }
+    assert.equal((await retries())! - before!, 6);
+    await server.waitForLog((l) => l.msg === "forward failed" && l.requestId === "group-6" && String(l.err).includes("the whole batch failed"));
+  });
+
+  test("a Worker that opts out (splitFailedBatches = false) fails every item of the batch with the exception's 500", async () => {
+    const replies = await group((i) => ({ i, mode: i === 0 ? "throw" : undefined }), "/group-whole");
     for (const reply of replies) assertError(reply, 500, "inference internal error");
-    await server.waitForLog((l) => l.msg === "forward failed" && String(l.err).includes("the whole batch failed"));
+    assert.equal(await metric(server.url, "shoal_stage_batch_retry_runs_total", { stage: "GroupWhole_5" }), 0);
   });
 
   test("forward() returning the wrong number of results fails the batch with 500 and says so in the log", async () => {

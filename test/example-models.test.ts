@@ -2,12 +2,13 @@
  * The example model repository, examples/models, served as the README says
  * (`shoal serve --model-repository examples/models`): Silero VAD stepped frame by frame over
  * examples/hello.wav with the V2 protocol, its probabilities turned into speech segments by the
- * module-runtime model, whose two versions differ as their settings say.
+ * module-runtime model, whose two versions differ as their settings say; a recording too short
+ * for Silero VAD is the client's 400.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { EXAMPLE_MODELS, helloSamples, speechProbabilities } from "./deploy-helpers.js";
-import { post, type ServerProcess } from "./helpers.js";
+import { assertError, post, type ServerProcess } from "./helpers.js";
 import { serveRepository } from "./model-helpers.js";
 
 describe("examples/models: the example model repository", () => {
@@ -68,5 +69,22 @@ describe("examples/models: the example model repository", () => {
     });
     assert.equal(bad.status, 400, bad.text);
     assert.match(bad.text, /frame_seconds/);
+  });
+
+  test("a recording shorter than Silero VAD's window is the client's 400, saying what the model found; a frame beside it is answered", async () => {
+    const frame = (samples: number) =>
+      post(`${server.url}/v2/models/silero-vad/infer`, {
+        inputs: [
+          { name: "input", datatype: "FP32", shape: [1, samples], data: new Array<number>(samples).fill(0) },
+          { name: "sr", datatype: "INT64", shape: [], data: [16000] },
+          { name: "h", datatype: "FP32", shape: [2, 1, 64], data: new Array<number>(128).fill(0) },
+          { name: "c", datatype: "FP32", shape: [2, 1, 64], data: new Array<number>(128).fill(0) },
+        ],
+      });
+    const [short, shorter, whole] = await Promise.all([frame(100), frame(10), frame(1536)]);
+    const inputs = (n: number) => `inputs 'input' \\(float32 \\[1, ${n}\\]\\), 'sr' \\(int64 \\[\\]\\), 'h' \\(float32 \\[2, 1, 64\\]\\), 'c' \\(float32 \\[2, 1, 64\\]\\)`;
+    assertError(short, 400, new RegExp(`^bad request: the model cannot run on ${inputs(100)}: Conv node 'Conv_132': Invalid input shape: \\{1\\}$`));
+    assertError(shorter, 400, new RegExp(`^bad request: the model cannot run on ${inputs(10)}: Pad node 'Pad_63': Pad reflect: pre-pad \\(96\\) exceeds maximum allowed \\(9\\) for axis 3`));
+    assert.equal(whole.status, 200, whole.text);
   });
 });

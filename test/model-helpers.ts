@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { decodeInferenceResponse, encodeInferenceRequest, type V2InferenceRequest, type V2InferenceResponse } from "../src/v2/index.js";
+import { makeEmbedding } from "./fixtures/make-embedding.js";
 import { makeMlp, type MlpShape } from "./fixtures/make-mlp.js";
 import { fixture, send, type Reply, type ServerProcess } from "./helpers.js";
 import { serveCli } from "./onnx-helpers.js";
@@ -25,9 +26,18 @@ export class ModelRepo {
 
   /** Writes an MLP as `<name>/<version>/model.onnx` (or `<name>/model.onnx` when version is ""). */
   mlp(name: string, version: string, shape: MlpShape): void {
+    makeMlp(this.#onnxFile(name, version), shape);
+  }
+
+  /** Writes an embedding lookup (make-embedding.ts) as `<name>/<version>/model.onnx`, as {@link mlp} does. */
+  embedding(name: string, version: string, rows: number, width: number): void {
+    makeEmbedding(this.#onnxFile(name, version), rows, width);
+  }
+
+  #onnxFile(name: string, version: string): string {
     const dir = join(this.dir, name, version);
     mkdirSync(dir, { recursive: true });
-    makeMlp(join(dir, "model.onnx"), shape);
+    return join(dir, "model.onnx");
   }
 
   /**

@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { makeEmbedding } from "./fixtures/make-embedding.js";
 import { makeMlp, type MlpShape } from "./fixtures/make-mlp.js";
 import { ROOT, ServerProcess, send } from "./helpers.js";
 
@@ -16,6 +17,13 @@ export class ModelDir {
   mlp(name: string, shape: MlpShape): string {
     const file = join(this.dir, `${name}.onnx`);
     makeMlp(file, shape);
+    return file;
+  }
+
+  /** Writes an embedding lookup of `rows` rows of `width` as `<name>.onnx` and returns its path (make-embedding.ts). */
+  embedding(name: string, rows: number, width: number): string {
+    const file = join(this.dir, `${name}.onnx`);
+    makeEmbedding(file, rows, width);
     return file;
   }
 

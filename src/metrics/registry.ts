@@ -15,6 +15,8 @@ export interface StageMetrics {
   queueWait(ms: number): void;
   /** A forward call took this long, IPC included, in ms. */
   forward(ms: number): void;
+  /** A batch that failed as a whole was run again in parts, in this many runs. */
+  retried(runs: number): void;
   /** A worker was replaced. */
   restart(): void;
   /** A worker reported its own metrics; `undefined` when it is gone. */
@@ -84,6 +86,7 @@ export class Metrics {
   readonly #batchSize: Histogram<"stage" | "model">;
   readonly #queueWait: Histogram<"stage" | "model">;
   readonly #forward: Histogram<"stage" | "model">;
+  readonly #retries: Counter<"stage" | "model">;
   readonly #restarts: Counter<"stage">;
   readonly #firstChunk: Histogram<"route">;
   readonly #chunks: Histogram<"route">;
@@ -142,6 +145,7 @@ export class Metrics {
     this.#batchSize = new Histogram({ name: name("stage_batch_size"), help: "Items per batch sent to a worker", labelNames: ["stage", "model"], buckets: BATCH_BUCKETS, registers });
     this.#queueWait = new Histogram({ name: name("stage_queue_wait_seconds"), help: "Time an item waited in a stage's or a model's queue", labelNames: ["stage", "model"], buckets: LATENCY_BUCKETS, registers });
     this.#forward = new Histogram({ name: name("stage_forward_duration_seconds"), help: "Time of one forward call, IPC included", labelNames: ["stage", "model"], buckets: LATENCY_BUCKETS, registers });
+    this.#retries = new Counter({ name: name("stage_batch_retry_runs_total"), help: "forward() runs made again on parts of batches that failed as a whole, to find the items at fault", labelNames: ["stage", "model"], registers });
     this.#restarts = new Counter({ name: name("stage_worker_restarts_total"), help: "Workers replaced after dying or overrunning", labelNames: ["stage"], registers });
     this.#firstChunk = new Histogram({ name: name("stream_first_chunk_seconds"), help: "Time from a streamed request's arrival to its first chunk", labelNames: ["route"], buckets: LATENCY_BUCKETS, registers });
     this.#chunks = new Histogram({ name: name("stream_chunks"), help: "Chunks sent per stream", labelNames: ["route"], buckets: CHUNK_BUCKETS, registers });
@@ -192,10 +196,14 @@ export class Metrics {
     const batch = this.#batchSize.labels(owner);
     const wait = this.#queueWait.labels(owner);
     const forward = this.#forward.labels(owner);
+    const retries = this.#retries.labels(owner);
+    // Shown as 0 before the first split, as restarts are.
+    retries.inc(0);
     return {
       batch: (size) => batch.observe(size),
       queueWait: (ms) => wait.observe(ms / 1000),
       forward: (ms) => forward.observe(ms / 1000),
+      retried: (runs) => retries.inc(runs),
       restart,
       workerReport: (workerId, metrics) => this.#workerReport(owner, workerId, metrics),
     };

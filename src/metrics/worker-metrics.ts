@@ -41,6 +41,24 @@ export class WorkerMetrics {
     return this.#registry.getMetricsAsJSON();
   }
 
+  /**
+   * Gives `send` the values of every metric made here every {@link REPORT_INTERVAL_MS}, once
+   * there are any and whenever they changed; the returned function stops it.
+   * @internal
+   */
+  report(send: (metrics: MetricObjectWithValues<MetricValue<string>>[]) => void): () => void {
+    let last = "";
+    const timer = setInterval(async () => {
+      const metrics = await this.values();
+      if (metrics === undefined) return;
+      const text = JSON.stringify(metrics);
+      if (text === last) return;
+      last = text;
+      send(metrics);
+    }, REPORT_INTERVAL_MS).unref();
+    return () => clearInterval(timer);
+  }
+
   #own(): Registry {
     return (this.#registry ??= new (loadPromClient().Registry)());
   }

@@ -8,13 +8,14 @@ import type { InferenceSession, Tensor } from "onnxruntime-node";
 import { json, msgpack, type Codec } from "../codecs.js";
 import { ValidationError } from "../errors.js";
 import { ElementBudget } from "../tensor/budget.js";
-import { arrayOf, isTensorType, TENSOR_TYPES, type TypedArray } from "../tensor/datatypes.js";
+import { isTensorType, TENSOR_TYPES, type TypedArray } from "../tensor/datatypes.js";
 import { readFloatTensors, type FloatInputs } from "../tensor/json-floats.js";
 import { readTensor } from "../tensor/read-tensor.js";
-import { elementCount, formatShape, isDynamic } from "../tensor/shape.js";
+import { formatShape, isDynamic } from "../tensor/shape.js";
 import { concat, sameTensor, split, type TensorSpec, type TensorValue } from "../tensor/tensor.js";
 import { tensorsToJson } from "../tensor/tensor-json.js";
 import { Worker, type RequestMeta, type WorkerClass } from "../worker.js";
+import { inputFault } from "./input-fault.js";
 
 /** How each worker's ONNX Runtime session runs. */
 export interface OnnxSessionOptions {
@@ -52,6 +53,10 @@ export interface CheckedRequest {
 export function defaultIntraOpThreads(num: number): number {
   return Math.max(1, Math.floor(availableParallelism() / num));
 }
+
+// A run that fails is the server's to log, as an error when it is its own fault and at debug when
+// it is the client's (input-fault.ts): ONNX Runtime's own line on stderr for it is left out.
+const QUIET: InferenceSession.RunOptions = { logSeverityLevel: 4 };
 
 const MSGPACK_TYPE = /^\s*application\/(?:x-|vnd\.)?msgpack\s*(?:;|$)/i;
 
@@ -162,9 +167,13 @@ export class OnnxWorker extends Worker {
     return codecFor(meta).contentType;
   }
 
-  /** Runs one request, or a batch of them when the stage batches. */
+  /**
+   * Runs one request, or a batch of them when the stage batches. A run of several requests that
+   * fails throws (unless the class opts out of {@link Worker.splitFailedBatches}), so that the
+   * server runs the batch again in parts to find the request at fault.
+   */
   override async forward(data: unknown, _meta: unknown): Promise<unknown> {
-    if (this.maxBatchSize > 1) return this.infer(data as unknown[]);
+    if (this.maxBatchSize > 1) return this.infer(data as unknown[], (this.constructor as WorkerClass).splitFailedBatches !== false);
     const [result] = await this.infer([data]);
     if (result instanceof Error) throw result;
     return result;
@@ -172,9 +181,12 @@ export class OnnxWorker extends Worker {
 
   /**
    * Runs the model for several requests, stacking those that fit together into one run. Returns
-   * one result per request, in order: its output tensors, or the Error that fails it alone.
+   * one result per request, in order: its output tensors, or the Error that fails it alone (it
+   * does not fit the model, or ONNX Runtime rejected a run of it alone: a 400 that says why when
+   * the runtime's error is about the input, see docs/onnx.md). A run of several requests that
+   * fails fails each of them with its error, or, with `throwShared`, throws it.
    */
-  async infer(requests: readonly unknown[]): Promise<(Tensors | Error)[]> {
+  async infer(requests: readonly unknown[], throwShared = false): Promise<(Tensors | Error)[]> {
     const results: (Tensors | Error)[] = new Array(requests.length);
     const groups: { at: number[]; checked: CheckedRequest[] }[] = [];
     requests.forEach((request, i) => {
@@ -197,7 +209,8 @@ export class OnnxWorker extends Worker {
       try {
         outputs = await this.#run(checked);
       } catch (err) {
-        outputs = err instanceof Error ? err : new Error(String(err));
+        if (throwShared && checked.length > 1) throw err;
+        outputs = (checked.length === 1 ? inputFault(err, checked[0]!.feeds) : undefined) ?? (err instanceof Error ? err : new Error(String(err)));
       }
       at.forEach((index, j) => (results[index] = outputs instanceof Error ? outputs : outputs[j]!));
     }
@@ -253,14 +266,15 @@ export class OnnxWorker extends Worker {
   async run(feeds: Tensors): Promise<Tensors> {
     const inputs: Record<string, Tensor> = {};
     for (const [name, { type, data, shape }] of Object.entries(feeds)) inputs[name] = new this.#Tensor(type, data, shape);
-    const out = await this.session.run(inputs);
+    const out = await this.session.run(inputs, QUIET);
     const results: Tensors = {};
     for (const { name, type } of this.outputs) results[name] = { type, shape: [...out[name]!.dims], data: out[name]!.data as TypedArray };
     return results;
   }
 
-  // One run for requests that fit together; each gets its own rows of every output.
-  async #run(checked: readonly CheckedRequest[]): Promise<Tensors[]> {
+  // One run for requests that fit together; each gets its own rows of every output, or the
+  // Error that says the model does not keep their rows apart. Rejects when the run fails.
+  async #run(checked: readonly CheckedRequest[]): Promise<Tensors[] | Error> {
     const feeds: Tensors = {};
     for (const { name, batchAxis } of this.inputs) {
       const parts = checked.map((c) => c.feeds[name]!);
@@ -274,7 +288,7 @@ export class OnnxWorker extends Worker {
       const tensor = out[name]!;
       const axis = batchAxis ?? 0;
       if (checked.length > 1 && tensor.shape[axis] !== total) {
-        throw new Error(`output '${name}' has ${tensor.shape[axis]} rows along axis ${axis} for ${total} rows in; serve this model with maxBatchSize 1`);
+        return new Error(`output '${name}' has ${tensor.shape[axis]} rows along axis ${axis} for ${total} rows in; serve this model with maxBatchSize 1`);
       }
       split(tensor, axis, rows).forEach((part, j) => (results[j]![name] = part));
     }
@@ -316,13 +330,14 @@ function signature(specs: readonly TensorSpec[]): string {
 
 // A one-row request of zeros, to warm each worker up, when every input's size is fixed but for
 // its batch axis. A model with other dynamic sizes gets none: zeros of a made-up size could be
-// an input it rejects.
-function zeroExample(inputs: readonly TensorSpec[]): Tensors | undefined {
-  const example: Tensors = {};
-  for (const { name, type, shape, batchAxis } of inputs) {
+// an input it rejects. It is nested lists, as a client writes a request in JSON, since it is also
+// the route's example in /openapi.json (a typed array of int64 has no JSON form).
+function zeroExample(inputs: readonly TensorSpec[]): Record<string, unknown> | undefined {
+  const example: Record<string, unknown> = {};
+  for (const { name, shape, batchAxis } of inputs) {
     const dims = shape.map((d, i) => (i === batchAxis ? 1 : d));
     if (!dims.every((d): d is number => typeof d === "number" && d >= 0)) return undefined;
-    example[name] = { type, shape: dims, data: new (arrayOf(type))(elementCount(dims)) };
+    example[name] = dims.reduceRight<unknown>((inner, d) => Array.from({ length: d }, () => inner), 0);
   }
   return example;
 }

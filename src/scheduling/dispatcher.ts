@@ -142,6 +142,7 @@ export class Dispatcher {
       return;
     }
     const results = result.results!;
+    if (result.retries !== undefined) to.metrics.retried(result.retries);
     for (let i = 0; i < tasks.length; i++) {
       const task = tasks[i]!;
       const item = results[i]!;

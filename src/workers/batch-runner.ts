@@ -1,11 +1,11 @@
 import { errorToWire, type ErrorCode, type WireError } from "../errors.js";
-import { REPORT_INTERVAL_MS } from "../metrics/worker-metrics.js";
 import type { Schema } from "../schema.js";
 import { warmUp } from "./warm-up.js";
 import type { RequestMeta, Worker, WorkerClass, WorkerLog } from "../worker.js";
 import type { StepWorker } from "../step-worker.js";
 import { isAsyncIterable, ItemStream } from "./item-stream.js";
 import type { BatchItem, BatchMessage, FlowMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, StageBoot } from "./messages.js";
+import { countError, splitBatch } from "./batch-split.js";
 import { StepScheduler } from "./step-scheduler.js";
 import { exclusive, transferablesOf } from "./transfer.js";
 import { decodeV2Item, isV2Request, v2Answer, type V2Carried, type V2Reply } from "./v2-route.js";
@@ -53,9 +53,11 @@ export class BatchRunner<W extends Worker = Worker> {
   // The streams of each batch under way, by sequence number, at their items' indexes.
   readonly #open = new Map<number, ItemStream[]>();
   readonly #stage: boolean;
+  // Whether a batch that forward() fails as a whole runs again in parts (batch-split.ts).
+  readonly #splits: boolean;
   // The first warm-up example as forward() received it (parsed), for --dry-run.
   #example: unknown;
-  #metricsTimer: NodeJS.Timeout | undefined;
+  #stopReports: (() => void) | undefined;
 
   private constructor(
     readonly worker: W,
@@ -71,6 +73,8 @@ export class BatchRunner<W extends Worker = Worker> {
     this.#batched = cls.batched;
     this.#streams = cls.streaming !== false && cls.streaming !== undefined;
     this.#steps = cls.stepwise === true ? new StepScheduler(worker as unknown as StepWorker) : undefined;
+    // A StepWorker's sequences fail one by one already; a stage that does not batch runs items alone.
+    this.#splits = cls.splitFailedBatches !== false && this.#steps === undefined && boot.maxBatchSize > 1;
   }
 
   /**
@@ -91,7 +95,7 @@ export class BatchRunner<W extends Worker = Worker> {
     await worker.init();
     const runner = new BatchRunner(worker, boot, failures, send);
     await runner.#warmUp();
-    runner.#reportMetrics(send);
+    runner.#stopReports = worker.metrics.report((metrics) => send({ kind: "metrics", metrics }));
     return runner;
   }
 
@@ -119,23 +123,9 @@ export class BatchRunner<W extends Worker = Worker> {
     this.#example = await warmUp(examples, boot, { input: this.#input, output: this.#output }, (inputs, metas) => this.#forward(inputs, metas));
   }
 
-  // Sends the Worker's own metrics to the coordinator while it has any, when they change.
-  #reportMetrics(send: Send): void {
-    const own = this.worker.metrics;
-    let last = "";
-    this.#metricsTimer = setInterval(async () => {
-      const metrics = await own.values();
-      if (metrics === undefined) return;
-      const text = JSON.stringify(metrics);
-      if (text === last) return;
-      last = text;
-      send({ kind: "metrics", metrics });
-    }, REPORT_INTERVAL_MS).unref();
-  }
-
   /** Stops reporting the Worker's metrics, when the runner is dropped (a model unloaded). */
   stop(): void {
-    clearInterval(this.#metricsTimer);
+    this.#stopReports?.();
   }
 
   async run(batch: BatchMessage): Promise<Outgoing> {
@@ -173,22 +163,24 @@ export class BatchRunner<W extends Worker = Worker> {
       replies.push(reply);
     }
     const transfer = new Set<ArrayBuffer>();
+    // Runs made again to split a batch that forward() failed as a whole.
+    let retries = 0;
     if (inputs.length > 0) {
       const streams = this.#streams ? this.#openStreams(seq, metas, positions) : undefined;
       let outputs: unknown[];
       try {
         outputs = await this.#forward(inputs, metas);
       } catch (err) {
-        this.#open.delete(seq);
-        return { message: { kind: "result", seq, error: errorToWire(err) }, transfer: [] };
+        if (!this.#splits || inputs.length < 2) {
+          this.#open.delete(seq);
+          return { message: { kind: "result", seq, error: errorToWire(err) }, transfer: [] };
+        }
+        ({ outputs, runs: retries } = await splitBatch((part, partMetas) => this.worker.forward(part, partMetas), inputs, metas));
       }
-      if (!Array.isArray(outputs) || outputs.length !== inputs.length) {
-        const got = Array.isArray(outputs) ? `an array of ${outputs.length}` : typeof outputs;
-        const error: WireError = {
-          code: "INTERNAL",
-          message: "",
-          stack: `${this.boot.stageName} worker ${this.boot.workerId}: forward() returned ${got} for a batch of ${inputs.length}; it must return one result per item, in order`,
-        };
+      const miscount = countError(outputs, inputs.length);
+      if (miscount !== undefined) {
+        this.#open.delete(seq);
+        const error: WireError = { code: "INTERNAL", message: "", stack: `${this.boot.stageName} worker ${this.boot.workerId}: ${miscount}` };
         return { message: { kind: "result", seq, error }, transfer: [] };
       }
       const pending: Promise<void>[] = [];
@@ -201,7 +193,9 @@ export class BatchRunner<W extends Worker = Worker> {
       if (pending.length > 0) await Promise.all(pending);
       this.#open.delete(seq);
     }
-    return { message: { kind: "result", seq, results }, transfer: [...transfer] };
+    const message: ResultMessage = { kind: "result", seq, results };
+    if (retries > 0) message.retries = retries;
+    return { message, transfer: [...transfer] };
   }
 
   /** Applies the coordinator's word on one stream; false when this runner does not hold its batch. */
@@ -316,11 +310,9 @@ const schemaTools = async () => (schemaModule ??= await import("../schema.js"));
 
 // The result of a batch of one, from a Worker that computes batches.
 function onlyResult(outputs: unknown): unknown {
-  if (!Array.isArray(outputs) || outputs.length !== 1) {
-    const got = Array.isArray(outputs) ? `an array of ${outputs.length}` : typeof outputs;
-    throw new Error(`forward() returned ${got} for a batch of 1; it must return one result per item`);
-  }
-  return outputs[0];
+  const miscount = countError(outputs, 1);
+  if (miscount !== undefined) throw new Error(miscount);
+  return (outputs as unknown[])[0];
 }
 
 // A decoded request parsed by the input schema. A ValidationError is the client's 422; anything

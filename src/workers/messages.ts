@@ -174,6 +174,8 @@ export interface ResultMessage {
   seq: number;
   results?: ItemResult[];
   error?: WireError;
+  /** Set when `forward()` failed the batch as a whole and its parts ran again: how many runs that took. */
+  retries?: number;
 }
 
 /**

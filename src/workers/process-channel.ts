@@ -158,7 +158,7 @@ class ProcessChannel implements Channel {
       this.#fail(`${message.results.length} results for a batch of ${pending.size}`);
       return undefined;
     }
-    return { kind: "result", seq: pending.seq, results: message.results.map(withTransfer) };
+    return { ...message, seq: pending.seq, results: message.results.map(withTransfer) };
   }
 
   // The child broke the protocol: nothing more it sends can be trusted.

@@ -176,7 +176,9 @@ function toMessage(kind: WireMessage["kind"], flags: number, seq: number, fields
         return { kind, seq, error: fields.error } as FromWorker;
       }
       for (const result of listOf(fields.results, `${where}: results`)) checkResult(mapOf(result, `${where}: a result`), `${where}: a result`);
-      return { kind, seq, results: fields.results as ItemResult[] };
+      if (fields.retries === undefined) return { kind, seq, results: fields.results as ItemResult[] };
+      if (!Number.isSafeInteger(fields.retries) || (fields.retries as number) < 0) throw new ProtocolError(`${where}: 'retries' must be a count`);
+      return { kind, seq, results: fields.results as ItemResult[], retries: fields.retries as number };
     case "stream":
       expect(fields, where, { index: "number" });
       if (fields.chunk !== undefined && !(fields.chunk instanceof Uint8Array)) throw new ProtocolError(`${where}: 'chunk' must be bin`);
