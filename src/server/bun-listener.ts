@@ -41,6 +41,8 @@ const MAX_IDLE_S = 255;
  */
 export class BunListener implements Listener {
   readonly name = "Bun.serve";
+  // Bun hands a request over once its head is in, and tells nothing before.
+  readonly arriving = 0;
   readonly #config: ServerConfig;
   readonly #handle: Handle;
   #server: BunServer | undefined;
