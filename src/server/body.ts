@@ -23,12 +23,14 @@ export interface BodyReading {
   done(body: Body): void;
   /** The body is refused: answer `error`, with `connection: close` when `close` is set. */
   refused(error: ShoalError, close: boolean): void;
+  /** The client left before its body ended: there is no one to answer. */
+  left?(): void;
 }
 
 /**
  * Emitted on a request, with the error to answer, when node:http gives up on its body (it did
- * not arrive within `--request-timeout`, or is malformed): a reader still reading it refuses it
- * with that error and `close` set.
+ * not arrive within `--request-timeout`, or is malformed) or the server does (it is shutting
+ * down): a reader still reading it refuses it with that error and `close` set.
  */
 export const BODY_FAILED = Symbol("body failed");
 
@@ -123,6 +125,7 @@ export function receiveBody(req: HttpRequest, reading: BodyReading): void {
   const onClose = () => {
     stop();
     hold?.release();
+    reading.left?.();
   };
   const onFailed = (error: ShoalError) => {
     const answer = state === "reading" ? error : owed;

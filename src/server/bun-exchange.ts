@@ -20,9 +20,9 @@ const WATCH_MS = 20;
 /**
  * The requests not yet answered, each watched once it has waited {@link WATCH_MS}: whether its
  * client leaves (the request's abort signal), and a silence of up to its deadline on its
- * connection (Bun closes one silent for its idle timeout, even with a request under way). Most
- * requests are answered sooner and never pay for either; a client that left meanwhile is found
- * gone at once, as its signal is then already aborted.
+ * connection (Bun closes one silent for its idle timeout, even with a request under way), until
+ * its answer goes out. Most requests are answered sooner and never pay for either; a client that
+ * left meanwhile is found gone at once, as its signal is then already aborted.
  */
 export class Watch {
   // In order of arrival.
@@ -31,7 +31,10 @@ export class Watch {
 
   constructor(
     readonly server: BunServer,
+    /** Seconds a connection may be silent while its request is under way. */
     readonly busyS: number,
+    /** Seconds an idle connection stays open: the server's idle timeout. */
+    readonly idleS: number,
   ) {}
 
   add(req: BunRequest): void {
@@ -49,7 +52,7 @@ export class Watch {
     for (const req of this.#waiting) {
       if (now - req.arrival < WATCH_MS) break;
       this.#waiting.delete(req);
-      req.watch(this.server, this.busyS);
+      req.watch(this);
     }
     if (this.#waiting.size === 0) {
       clearInterval(this.#timer);
@@ -69,6 +72,9 @@ export class BunRequest extends EventEmitter implements HttpRequest {
   readonly #request: Request;
   #reading = false;
   #gone = false;
+  #answered = false;
+  // The watch whose longer silence the connection has now: it is taken back with the answer.
+  #lent: Watch | undefined;
 
   constructor(
     request: Request,
@@ -88,23 +94,44 @@ export class BunRequest extends EventEmitter implements HttpRequest {
 
   /**
    * From now on, a client that leaves is heard of; and once its body is in (the request is then
-   * the server's to answer), the connection may be silent up to `busyS` seconds. A client still
-   * sending keeps Bun's idle timeout: going silent mid-body must not hold the connection longer.
+   * the server's to answer), the connection may be silent up to the watch's `busyS` seconds, until
+   * {@link answered}. A client still sending keeps Bun's idle timeout: going silent mid-body must
+   * not hold the connection longer.
    */
-  watch(server: BunServer, busyS: number): void {
+  watch(watch: Watch): void {
     const { signal } = this.#request;
     if (signal.aborted) return this.#leave();
     signal.addEventListener("abort", () => this.#leave(), { once: true });
-    // Runs from a timer or a body's end, after the client may have gone: nothing to extend then.
+    // Runs from a timer or a body's end, after the client may have gone, or its answer (given
+    // before the body ended): nothing to extend then.
     const extend = () => {
+      if (this.#answered) return;
       try {
-        server.timeout(this.#request, busyS);
+        watch.server.timeout(this.#request, watch.busyS);
+        this.#lent = watch;
       } catch {
         this.#leave();
       }
     };
     if (this.complete || this.#request.body === null) extend();
     else this.once("end", extend);
+  }
+
+  /**
+   * Its answer is complete and about to go out: a connection lent a longer silence gets the
+   * server's idle timeout back. Bun keeps a request's timeout on its connection after the answer,
+   * and takes a new one only until then.
+   */
+  answered(): void {
+    this.#answered = true;
+    const lent = this.#lent;
+    if (lent === undefined) return;
+    this.#lent = undefined;
+    try {
+      lent.server.timeout(this.#request, lent.idleS);
+    } catch {
+      // The client is gone: its connection with it.
+    }
   }
 
   /** The client left, or its connection is to be cut: no more body, and `close` for whoever waits. */
@@ -242,6 +269,7 @@ export class BunResponse extends EventEmitter implements HttpResponse {
     if (this.writableEnded || this.destroyed) return this;
     this.writableEnded = true;
     this.headersSent = true;
+    this.req.answered();
     if (this.#stream !== undefined) {
       if (chunk !== undefined && chunk.length > 0) this.#stream.enqueue(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
       this.#stream.close();

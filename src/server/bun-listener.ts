@@ -37,10 +37,12 @@ const MAX_IDLE_S = 255;
  *
  * What node:http does by flags and Bun does its own way: Bun parses requests and closes silent
  * connections after `--keep-alive-timeout`, or the request's own deadline while one is under
- * way. `--headers-timeout`, `--request-timeout` and `--max-connections` are node:http's only.
+ * way and until its answer. `--headers-timeout`, `--request-timeout` and `--max-connections` are node:http's only.
  */
 export class BunListener implements Listener {
   readonly name = "Bun.serve";
+  // Bun hands a request over once its head is in, and tells nothing before.
+  readonly arriving = 0;
   readonly #config: ServerConfig;
   readonly #handle: Handle;
   #server: BunServer | undefined;
@@ -55,18 +57,19 @@ export class BunListener implements Listener {
     const { port, address } = config;
     // A request under way may be silent up to its deadline (a stream's whole one included).
     const busyS = Math.min(MAX_IDLE_S, Math.ceil(Math.max(config.timeoutMs, config.streamTimeoutMs) / 1000) + 1);
+    const idleS = Math.min(MAX_IDLE_S, Math.ceil(config.keepAliveTimeoutMs / 1000));
     let watch: Watch | undefined;
     try {
       this.#server = bun()!.serve({
         port,
         hostname: address,
-        idleTimeout: Math.min(MAX_IDLE_S, Math.ceil(config.keepAliveTimeoutMs / 1000)),
+        idleTimeout: idleS,
         // The front's own body rules apply (the 413, the budget's 429, dropping a refused body).
         maxRequestBodySize: Number.MAX_SAFE_INTEGER,
         development: false,
         fetch: (request, server) => {
           const req = new BunRequest(request, performance.now());
-          const res = new BunResponse(req, (watch ??= new Watch(server, busyS)));
+          const res = new BunResponse(req, (watch ??= new Watch(server, busyS, idleS)));
           this.#handle(req, res, requestIdOf(req.headers["x-request-id"]), req.arrival);
           if (!res.writableEnded) watch.add(req);
           return res.answer;

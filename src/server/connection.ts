@@ -70,6 +70,11 @@ export class Connection {
     return connections.get(socket);
   }
 
+  /** Whether a request's first byte has come and its head not yet: a request is arriving. */
+  get arriving(): boolean {
+    return this.#began !== undefined && !this.#closing && !this.#socket.destroyed;
+  }
+
   /** Whether the connection is closing: its last answer is written or being written. */
   get closing(): boolean {
     return this.#closing;

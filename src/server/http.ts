@@ -11,7 +11,7 @@ import { Exchange, sendError, sendFailure, type Answered } from "./answers.js";
 import type { Dialect, DialectRequest } from "./dialect.js";
 import type { Delegate, Intake } from "./intake.js";
 import { negotiate } from "./stream-answer.js";
-import { receiveBody, type Body } from "./body.js";
+import { BODY_FAILED, receiveBody, type Body } from "./body.js";
 import { ByteBudget, type Hold } from "./budget.js";
 import { serveBuiltin, type BuiltinState, type Health } from "./builtin.js";
 import { decodeBody } from "./compression.js";
@@ -23,7 +23,10 @@ import { NodeListener } from "./node-listener.js";
 import type { Handle, Listener } from "./listener.js";
 import type { Route } from "./route.js";
 
-/** How long a drain waits with no request arriving before it ends: clients still sending get their 503 first. */
+/**
+ * How long a drain waits with no request arriving before it ends (clients still sending get
+ * their 503 first), and how often it looks again for heads still arriving.
+ */
 const QUIET_MS = 100;
 
 /** One request being taken, as `accept` passes it on. */
@@ -62,7 +65,10 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   #inFlight = 0;
   /** The tasks of requests accepted and not yet answered. */
   readonly #accepted = new Set<Task>();
-  #draining = false;
+  /** Requests taken whose body is still arriving (or being decoded): in flight too, for a drain. */
+  readonly #receiving = new Set<HttpRequest>();
+  /** Requests arriving from then on (performance.now()) are refused: the drain's start. */
+  #closingAt = Infinity;
   /** Set when the server gave up: the answer of every request accepted from then on. */
   #abandoned: ShoalError | undefined;
   #drained: (() => void) | undefined;
@@ -101,7 +107,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   }
 
   get draining(): boolean {
-    return this.#draining;
+    return this.#closingAt < Infinity;
   }
 
   /** Starts listening; rejects with a one-line message when the port cannot be had. */
@@ -110,30 +116,37 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   }
 
   /**
-   * Stops taking requests and resolves once every accepted request is answered and none has
-   * arrived for {@link QUIET_MS}, or after `timeoutMs`, when those still open are answered 503.
-   * Meanwhile new requests get a 503 that ends their connection, rather than a connection
-   * refused, or reset under a client still sending on it.
+   * Stops taking requests and resolves once every request that arrived before is answered, from
+   * its first byte (its head or its body still arriving included), and none has arrived for
+   * {@link QUIET_MS}; or after `timeoutMs`, when those still open are answered 503. Meanwhile
+   * new requests get a 503 that ends their connection, rather than a connection refused, or
+   * reset under a client still sending on it.
    */
   drain(timeoutMs: number): Promise<void> {
-    this.#draining = true;
+    this.#closingAt = Math.min(this.#closingAt, performance.now());
     return new Promise((resolve) => {
-      // What is unanswered then (a stream, say) gets a 503 or an error event, and its generator
-      // is aborted, rather than holding its worker and the exit for up to --stream-timeout.
-      const timer = setTimeout(() => {
+      let quiet: NodeJS.Timeout | undefined;
+      const end = () => {
+        this.#drained = undefined;
+        clearTimeout(deadline);
+        clearTimeout(quiet);
+        resolve();
+      };
+      // What is unanswered then (a stream, a body still arriving) gets a 503 or an error event,
+      // and a stream's generator is aborted, rather than holding its worker and the exit for up
+      // to --stream-timeout.
+      const deadline = setTimeout(() => {
         this.#drained = undefined;
         this.abandon(new ShoalError("SHUTTING_DOWN", "the server is shutting down"));
-        resolve();
+        end();
       }, timeoutMs);
+      // Called again as each request settles; a head still arriving is looked for again shortly.
       const settle = () => {
-        const quietFor = performance.now() - this.#lastArrival;
-        if (this.#inFlight > 0) return;
-        if (quietFor < QUIET_MS) setTimeout(settle, QUIET_MS - quietFor);
-        else {
-          this.#drained = undefined;
-          clearTimeout(timer);
-          resolve();
-        }
+        if (this.#inFlight > 0 || this.#receiving.size > 0) return;
+        const wait = this.#listener.arriving > 0 ? QUIET_MS : QUIET_MS - (performance.now() - this.#lastArrival);
+        clearTimeout(quiet);
+        if (wait > 0) quiet = setTimeout(settle, wait);
+        else end();
       };
       this.#drained = settle;
       settle();
@@ -141,14 +154,16 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   }
 
   /**
-   * The server gives up (its workers cannot start): every accepted request is answered with
-   * `error` now, one whose body is still arriving gets it when the body ends, and new requests
-   * are refused as while draining.
+   * The server gives up (its workers cannot start, or a drain's time is up): every accepted
+   * request is answered with `error` now, one whose body is still arriving too, with
+   * `connection: close` (the rest of its body is dropped), and new requests are refused as while
+   * draining.
    */
   abandon(error: ShoalError): void {
-    this.#draining = true;
+    this.#closingAt = Math.min(this.#closingAt, performance.now());
     this.#abandoned = error;
     for (const task of this.#accepted) task.fail(error);
+    for (const req of this.#receiving) req.emit(BODY_FAILED, error);
   }
 
   /**
@@ -208,8 +223,9 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   }
 
   /**
-   * Takes a POST for `path`: refuses it while draining or when its body is empty or too large,
-   * and otherwise makes its task, with its deadline, and queues it at its first step.
+   * Takes a POST for `path`: refuses it when it arrived after the drain began or when its body
+   * is empty or too large, and otherwise makes its task, with its deadline, and queues it at its
+   * first step.
    */
   accept(path: string, steps: readonly Step[], req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, dialect?: Dialect): void {
     const incoming: Incoming = { path, steps, req, res, requestId, arrival, dialect };
@@ -219,24 +235,35 @@ export class HttpFront implements Intake, Answered, BuiltinState {
       this.#refuse(incoming, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${written}; use POST`), { allow: "POST" });
       return;
     }
-    if (this.#draining) {
+    if (arrival >= this.#closingAt) {
       this.#refuse(incoming, new ShoalError("SHUTTING_DOWN", "the server is shutting down"), { connection: "close" });
       return;
     }
     const hold = this.#budget.hold();
+    this.#receiving.add(req);
     receiveBody(req, {
       limit: this.#config.maxRequestSize,
       hold,
       done: (sent) =>
-        decodeBody(req.headers["content-encoding"], sent, this.#config.maxRequestSize, hold, (body, error) =>
+        decodeBody(req.headers["content-encoding"], sent, this.#config.maxRequestSize, hold, (body, error) => {
           this.guard(res, requestId, () => {
             if (body === undefined) this.#refuse(incoming, error!, undefined, hold);
             else if (body.bytes.byteLength === 0) this.#refuse(incoming, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
             else this.#accept(incoming, body, hold);
-          }),
-        ),
-      refused: (error, close) => this.guard(res, requestId, () => this.#refuse(incoming, error, close ? { connection: "close" } : undefined, hold)),
+          });
+          this.#received(req);
+        }),
+      refused: (error, close) => {
+        this.guard(res, requestId, () => this.#refuse(incoming, error, close ? { connection: "close" } : undefined, hold));
+        this.#received(req);
+      },
+      left: () => this.#received(req),
     });
+  }
+
+  // A request's body is in, refused, or its client gone: it is in flight now only if accepted.
+  #received(req: HttpRequest): void {
+    if (this.#receiving.delete(req) && this.#receiving.size === 0 && this.#inFlight === 0) this.#drained?.();
   }
 
   // Answers a route request that was not accepted, counts it, and returns its body's bytes.
@@ -303,6 +330,6 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   /** The task of an accepted request has settled. */
   released(task: Task): void {
     this.#accepted.delete(task);
-    if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
+    if (--this.#inFlight === 0) this.#drained?.();
   }
 }

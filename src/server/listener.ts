@@ -15,6 +15,8 @@ export type Handle = (req: HttpRequest, res: HttpResponse, requestId: string, ar
 export interface Listener {
   /** The runtime's server it runs on, as the start-up log names it. */
   readonly name: "node:http" | "Bun.serve";
+  /** Requests whose first byte has come and whose head is not yet handed over (0 where the server does not tell). */
+  readonly arriving: number;
   /** Starts listening; rejects with a one-line message when the port cannot be had. */
   listen(): Promise<AddressInfo>;
   /**

@@ -12,6 +12,7 @@ export class NodeListener implements Listener {
   readonly name = "node:http";
   readonly #server: Server;
   readonly #config: ServerConfig;
+  readonly #connections = new Set<Connection>();
 
   constructor(config: ServerConfig, handle: Handle) {
     this.#config = config;
@@ -29,7 +30,11 @@ export class NodeListener implements Listener {
     // net.Server closes connections past its maxConnections as soon as they are accepted.
     if (config.maxConnections > 0) this.#server.maxConnections = config.maxConnections;
     const linger = discardBounds(config.maxRequestSize);
-    this.#server.on("connection", (socket: Socket) => Connection.track(socket, linger));
+    this.#server.on("connection", (socket: Socket) => {
+      const connection = Connection.track(socket, linger);
+      this.#connections.add(connection);
+      socket.once("close", () => this.#connections.delete(connection));
+    });
     this.#server.on("clientError", (err: ClientError, socket: Socket) => answerClientError(err, socket, config));
     // A client that sent `Expect: 100-continue` waits for it before sending its body: it gets it
     // once its body is read, and a request answered without reading it is answered at once.
@@ -39,6 +44,12 @@ export class NodeListener implements Listener {
       });
       onRequest(req, res);
     });
+  }
+
+  get arriving(): number {
+    let heads = 0;
+    for (const connection of this.#connections) if (connection.arriving) heads++;
+    return heads;
   }
 
   listen(): Promise<AddressInfo> {
