@@ -2,6 +2,7 @@ import { json, type Codec } from "./codecs.js";
 import { WorkerMetrics } from "./metrics/worker-metrics.js";
 import type { Schema } from "./schema.js";
 import { UNLIMITED, type RequestLimits } from "./limits.js";
+import type { TensorMetadata } from "./v2/types.js";
 
 /** A worker's log: lines go to the server's log, labelled with the stage and worker id. */
 export interface WorkerLog {
@@ -35,6 +36,14 @@ export interface RequestMeta {
    * Worker that streams; stop generating when it aborts, and the worker's slot is freed.
    */
   readonly signal?: AbortSignal;
+  /** True when its client takes the answer as a stream of events (Server-Sent Events or NDJSON). */
+  readonly stream?: true;
+  /**
+   * Set for a request of the V2 generate extension (`/generate`, `/generate_stream`): the body's
+   * fields are the model's inputs, typed by these tensors (the model's metadata), and the answer
+   * is one JSON object of outputs by name. Shoal's V2 models read the body and shape the answer.
+   */
+  readonly generate?: readonly TensorMetadata[];
 }
 
 /** How a streaming Worker's chunks wait for a client that reads slower than they are made. */

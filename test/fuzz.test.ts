@@ -62,6 +62,15 @@ describe("the fuzz's own parts", () => {
     assert.equal(judge({ ...bare, status: 502 }, "bun"), "status 502, which is not in the error table");
     assert.equal(judge(outcome("GET", "/x", 400, '{"error":1}', {}), "bun"), "400 without an x-request-id");
     assert.equal(judge(outcome("GET", "/x", undefined, ""), "bun"), "no answer: ECONNRESET");
+    // A misfit's failures are its own by design; the same answer for any other model is a finding.
+    const forModel = (o: Outcome, model: string): Outcome => ({ ...o, request: { ...o.request, body: Buffer.from(JSON.stringify({ model, prompt: "x" })) } });
+    const misfit = outcome("POST", "/v1/completions", 500, JSON.stringify({ error: { message: "encoding error: the Worker's answer does not fit this API: x", type: "server_error", param: null, code: "encoding" } }));
+    assert.equal(judge(forModel(misfit, "fuzz-misfit-once"), "node"), undefined);
+    assert.equal(judge(forModel(misfit, "fuzz-echo"), "node"), "500 encoding error: the Worker's answer does not fit this API: x");
+    const misfitStream = outcome("POST", "/v2/models/misfit/generate_stream", 200, 'data: {"a":1}\n\nevent: error\ndata: {"error":"bad request: output \'text_output\': BYTES element 0 is not valid UTF-8"}\n\n', { "content-type": "text/event-stream", "x-request-id": "r" });
+    assert.equal(judge(misfitStream, "node"), undefined);
+    assert.match(judge({ ...misfitStream, request: { ...misfitStream.request, path: "/v2/models/upper/generate_stream" } }, "node") ?? "", /^a stream that failed/);
+    assert.equal(judge({ ...outcome("POST", "/v2/models/mlp/generate", 400, '{"error":"bad request: x"}'), answers: 2 }, "node"), "2 answers to one request");
   });
 });
 

@@ -27,6 +27,8 @@ describe("the OpenAI API", () => {
       [
         ["echo", "model", "shoal"],
         ["garbled", "model", "shoal"],
+        ["half-garbled", "model", "shoal"],
+        ["plain-garbled", "model", "shoal"],
       ],
     );
   });

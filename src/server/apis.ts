@@ -14,6 +14,8 @@ export interface ApiSources {
   routeModels: readonly { route: string; options: RouteModelOptions }[];
   /** Routes served as models of the OpenAI API (`openAI()`), by model name. */
   openAI: ReadonlyMap<string, string>;
+  /** The most bytes of a body the OpenAI routes parse (`--max-openai-size`). */
+  openAIMaxBytes: number;
 }
 
 /**
@@ -39,7 +41,7 @@ export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSou
       if (route === undefined) throw new Error(`openAI(): model ${model} names the route ${path}, which no stage serves`);
       served.set(model, route.stages);
     }
-    delegates.push((intake) => new OpenAIHandler(served, intake));
+    delegates.push((intake) => new OpenAIHandler(served, intake, sources.openAIMaxBytes));
   }
   return { delegates, v2: () => handler };
 }

@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse } from "./http-message.js";
 import { ShoalError } from "../errors.js";
 import type { Metrics } from "../metrics/registry.js";
-import { sendError, sendJson, sendPage } from "./answers.js";
+import { sendBody, sendError, sendJson, sendPage } from "./answers.js";
 import type { ApiDocs } from "./docs.js";
 
 const GET_ONLY = "GET, HEAD";
@@ -41,10 +41,7 @@ export function serveBuiltin(path: string, req: HttpRequest, res: HttpResponse, 
   }
   if (path === "/metrics") {
     metrics.text().then(
-      (text) => {
-        res.writeHead(200, { "content-type": metrics.contentType, "content-length": Buffer.byteLength(text), "x-request-id": requestId });
-        res.end(text);
-      },
+      (text) => sendBody(res, 200, { "content-type": metrics.contentType, "content-length": Buffer.byteLength(text), "x-request-id": requestId }, text),
       (err: Error) => sendError(res, requestId, new ShoalError("SERVER", `metrics: ${err.message}`)),
     );
     return;

@@ -200,7 +200,9 @@ export class BunRequest extends EventEmitter implements HttpRequest {
 
 /**
  * A Response being written: the handlers' `writeHead` and `end` make it whole; a `write` before
- * `end` starts it as a stream of the chunks written, whose backlog is `writableLength`.
+ * `end` starts it as a stream of the chunks written, whose backlog is `writableLength`. Its head
+ * is written once: headers set or a head written after that change nothing, and neither does
+ * anything written after its end (where node:http's response would throw or fail).
  */
 export class BunResponse extends EventEmitter implements HttpResponse {
   readonly req: BunRequest;
@@ -242,11 +244,13 @@ export class BunResponse extends EventEmitter implements HttpResponse {
   }
 
   setHeader(name: string, value: string | number | readonly string[]): this {
+    if (this.headersSent) return this;
     this.#headers[name.toLowerCase()] = headerValue(value);
     return this;
   }
 
   writeHead(status: number, headers?: OutgoingHttpHeaders): this {
+    if (this.headersSent) return this;
     this.#status = status;
     if (headers !== undefined) {
       for (const name in headers) {

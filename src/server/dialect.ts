@@ -1,6 +1,7 @@
 import type { HttpRequest } from "./http-message.js";
 import type { ShoalError } from "../errors.js";
 import type { Step } from "../scheduling/task.js";
+import type { RequestMeta } from "../worker.js";
 
 /** What a dialect makes of a request body: the first step's input, and whether the client takes a stream. */
 export interface DialectRequest {
@@ -9,6 +10,8 @@ export interface DialectRequest {
   stream?: boolean;
   /** The steps it goes through, when the body names them (an OpenAI request's `model`). */
   steps?: readonly Step[];
+  /** What the request's workers are told in its meta, to read its body and shape its answers (the generate extension's inputs). */
+  meta?: Pick<RequestMeta, "generate">;
 }
 
 /**
@@ -16,8 +19,16 @@ export interface DialectRequest {
  * the V2 generate extension): how its requests become a step's input and how chunks, answers
  * and errors reach its clients. One is made per request, so it may carry the request's own
  * ids. Every hook is optional: without it, bytes pass as they are and errors are Shoal's JSON.
+ *
+ * The HTTP thread runs these hooks: one that parses what it reads (a body, a Worker's answer)
+ * says how many bytes it takes at most in `maxBytes`, which bounds the time it may hold the
+ * thread; a larger body is refused (413) before it is read whole, a larger answer fails its
+ * request. A dialect that needs more leaves the reading and shaping to the worker, through the
+ * request's meta (the generate extension does).
  */
 export interface Dialect {
+  /** The most bytes of a body `read` parses, or of a Worker's answer or chunk `chunk` and `answer` parse; `--max-request-size` when unset. */
+  readonly maxBytes?: number;
   /** Reads the request body. Throws a ShoalError for a request the API refuses. */
   read?(body: Uint8Array, req: HttpRequest): DialectRequest;
   /** One chunk as the client gets it, from the chunk the Worker encoded. */

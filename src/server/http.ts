@@ -4,6 +4,7 @@ import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics, Protocol } from "../metrics/registry.js";
 import { Task, type Step } from "../scheduling/task.js";
+import type { RequestMeta } from "../worker.js";
 import { AccessPolicy } from "./access.js";
 import { AccessLog } from "./access-log.js";
 import { streamPolicy } from "../stage-options.js";
@@ -241,11 +242,14 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     }
     const hold = this.#budget.hold();
     this.#receiving.add(req);
+    // A dialect's body parsed on this thread is bounded by what its parse may cost.
+    const { maxRequestSize } = this.#config;
+    const limit = dialect?.maxBytes === undefined ? maxRequestSize : Math.min(dialect.maxBytes, maxRequestSize);
     receiveBody(req, {
-      limit: this.#config.maxRequestSize,
+      limit,
       hold,
       done: (sent) =>
-        decodeBody(req.headers["content-encoding"], sent, this.#config.maxRequestSize, hold, (body, error) => {
+        decodeBody(req.headers["content-encoding"], sent, limit, hold, (body, error) => {
           this.guard(res, requestId, () => {
             if (body === undefined) this.#refuse(incoming, error!, undefined, hold);
             else if (body.bytes.byteLength === 0) this.#refuse(incoming, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
@@ -312,7 +316,12 @@ export class HttpFront implements Intake, Answered, BuiltinState {
       this.#refuse(incoming, new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`), undefined, hold);
       return;
     }
-    const meta = { requestId, headers: req.headers, deadline: Date.now() - (performance.now() - arrival) + timeoutMs, route: path };
+    const deadline = Date.now() - (performance.now() - arrival) + timeoutMs;
+    // What the workers must know of how it is answered: a stream of events, a dialect's own form.
+    const meta: RequestMeta =
+      transport === undefined && request?.meta === undefined
+        ? { requestId, headers: req.headers, deadline, route: path }
+        : { requestId, headers: req.headers, deadline, route: path, ...request?.meta, ...(transport === undefined ? undefined : { stream: true }) };
     const exchange = new Exchange(this, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
     const task = new Task(steps, meta, arrival + timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, exchange);
     exchange.task = task;

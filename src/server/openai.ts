@@ -42,7 +42,9 @@ const ChatBody = z.object({
  * The OpenAI-compatible API under `/v1`: `GET /v1/models`, `POST /v1/completions` and
  * `POST /v1/chat/completions`, each model served by a route whose Worker generates text by the
  * {@link TextRequest} / {@link TextChunk} contract. Requests are checked here and answered in
- * OpenAI's shapes (errors included); streams are Server-Sent Events ending with `[DONE]`.
+ * OpenAI's shapes (errors included); streams are Server-Sent Events ending with `[DONE]`. The
+ * `model` field chooses the route, so bodies are read on the HTTP thread: none larger than
+ * `maxBytes` (`--max-openai-size`) is parsed, whether a request's or a Worker's answer.
  */
 export class OpenAIHandler implements Delegate {
   readonly prefix = "/v1";
@@ -52,12 +54,14 @@ export class OpenAIHandler implements Delegate {
     /** Each model's name and the steps of the route that serves it. */
     readonly models: ReadonlyMap<string, readonly Step[]>,
     readonly front: Intake,
+    /** The most bytes of a body (a request's, a Worker's answer or chunk) parsed on the HTTP thread. */
+    readonly maxBytes: number,
   ) {}
 
   handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void {
     const endpoint: Endpoint | undefined = path === "/v1/completions" ? "completions" : path === "/v1/chat/completions" ? "chat" : undefined;
     if (endpoint !== undefined) {
-      this.front.accept(path, [], req, res, requestId, arrival, new OpenAIExchange(endpoint, this.models));
+      this.front.accept(path, [], req, res, requestId, arrival, new OpenAIExchange(endpoint, this.models, this.maxBytes));
       return;
     }
     if (path !== "/v1/models") {
@@ -95,6 +99,7 @@ class OpenAIExchange implements Dialect {
   constructor(
     readonly endpoint: Endpoint,
     readonly models: ReadonlyMap<string, readonly Step[]>,
+    readonly maxBytes: number,
   ) {
     this.#id = `${endpoint === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID()}`;
   }

@@ -221,7 +221,7 @@ export class Server {
     const docs = new ApiDocs();
     const catalog = modelPool === undefined ? undefined : new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
     catalog?.register();
-    const apis = apiDelegates(routes, { catalog, routeModels: this.#routeModels, openAI: this.#openAI }, () => health.notReady());
+    const apis = apiDelegates(routes, { catalog, routeModels: this.#routeModels, openAI: this.#openAI, openAIMaxBytes: config.maxOpenAISize }, () => health.notReady());
     front = new HttpFront(routes, config, health, metrics, docs, logger, apis.delegates);
     const address = await front.listen();
     // The V2 protocol over gRPC too, for the same models, when there are models and a port for it.

@@ -65,12 +65,16 @@ export interface StreamOptions {
  * The streamed answer of one request, from its first chunk: writes the head, frames each chunk,
  * keeps an idle SSE stream alive, holds the stream to its deadline, and deals with a client that
  * reads slower than chunks come (the Worker's `whenFull`: pause its generator until the backlog
- * is read, or fail the stream).
+ * is read, or fail the stream). Its {@link Exchange} makes it on a response nothing was written
+ * on; once it has ended, or its client left, it writes nothing more (a keep-alive timer
+ * included).
  */
 export class StreamAnswer {
   chunks = 0;
   /** Bytes written, framing included. */
   bytes = 0;
+  /** Set once it has ended, normally or with an error event. */
+  ended = false;
   #paused = false;
   #keepAlive: NodeJS.Timeout | undefined;
 
@@ -90,7 +94,7 @@ export class StreamAnswer {
   /** Sends one chunk. */
   write(chunk: Uint8Array): void {
     const { res, options } = this;
-    if (res.destroyed) return;
+    if (this.ended || res.destroyed || res.writableEnded) return;
     this.chunks++;
     const frame = frameChunk(options.transport, chunk);
     this.bytes += frame.byteLength;
@@ -115,11 +119,13 @@ export class StreamAnswer {
 
   /** Ends the stream: normally, or with an error event when `error` is given. */
   end(error?: ShoalError): void {
+    if (this.ended) return;
+    this.ended = true;
     clearTimeout(this.#keepAlive);
     const { res, options } = this;
     if (error !== undefined) options.metrics.cancelled(error.code === "TIMEOUT" ? "deadline" : error.code === "SLOW_CLIENT" ? "slow_client" : "error");
     options.metrics.ended(this.chunks);
-    if (res.destroyed) return;
+    if (res.destroyed || res.writableEnded) return;
     if (error === undefined) {
       const last = this.dialect?.finish?.().map((data) => `data: ${data}\n\n`).join("");
       if (last !== undefined) this.bytes += Buffer.byteLength(last);
@@ -133,6 +139,8 @@ export class StreamAnswer {
 
   /** The client left before the stream ended. */
   abandoned(): void {
+    if (this.ended) return;
+    this.ended = true;
     clearTimeout(this.#keepAlive);
     this.options.metrics.cancelled("client");
     this.options.metrics.ended(this.chunks);
@@ -143,7 +151,8 @@ export class StreamAnswer {
     if (this.options.transport !== "sse") return;
     clearTimeout(this.#keepAlive);
     this.#keepAlive = setTimeout(() => {
-      if (!this.res.destroyed) this.res.write(KEEP_ALIVE);
+      if (this.ended || this.res.destroyed || this.res.writableEnded) return;
+      this.res.write(KEEP_ALIVE);
       this.#idle();
     }, this.options.keepAliveMs);
   }

@@ -7,5 +7,5 @@ export { elementSize, fromOnnxType, isV2Datatype, toOnnxType, typedArrayFor, V2_
 export { halfToNumber, numberToHalf } from "../tensor/fp16.js";
 export { elementCount } from "../tensor/shape.js";
 export { HEADER_LENGTH } from "./binary.js";
-export { decodeInferenceRequest, encodeInferenceRequest, type EncodeRequestOptions } from "./request.js";
+export { decodeInferenceRequest, decodeParsedRequest, encodeInferenceRequest, type EncodeRequestOptions } from "./request.js";
 export { decodeInferenceResponse, encodeInferenceResponse } from "./response.js";

@@ -4,7 +4,7 @@
  */
 import { ClientError } from "../errors.js";
 import { UNLIMITED, type RequestLimits } from "../limits.js";
-import { bodyLength, joinBody, splitBody } from "./binary.js";
+import { BinaryTail, bodyLength, joinBody, splitBody } from "./binary.js";
 import { describe } from "./json-data.js";
 import { decodeTensors, defined, duplicate, encodeTensors, optionalParameters, optionalString } from "./message.js";
 import { isObject } from "./tensor.js";
@@ -46,11 +46,24 @@ function decodeRequestedOutputs(outputs: unknown): V2RequestedOutput[] {
  */
 export function decodeInferenceRequest(body: Uint8Array | V2Pieces, headerLength?: number | string, limits: RequestLimits = UNLIMITED): V2InferenceRequest {
   const { header, tail } = splitBody(body, headerLength, "request");
+  return decodeHeader(header, tail, bodyLength(body), limits);
+}
+
+/**
+ * Decodes a request already parsed from JSON, with no binary data (one the V2 generate extension
+ * builds from its fields), as {@link decodeInferenceRequest} decodes a body: `bytes` is the size
+ * of the JSON it was parsed from, which bounds what its shapes may claim.
+ */
+export function decodeParsedRequest(header: unknown, bytes: number, limits: RequestLimits = UNLIMITED): V2InferenceRequest {
+  return decodeHeader(header, new BinaryTail(undefined, "request"), bytes, limits);
+}
+
+function decodeHeader(header: unknown, tail: BinaryTail, bytes: number, limits: RequestLimits): V2InferenceRequest {
   if (!isObject(header)) throw new ClientError(`the request must be a JSON object with "inputs"; got ${describe(header)}`);
   const id = optionalString("the request", "id", header.id);
   const parameters = optionalParameters("the request", header.parameters, "binary_data_output");
   // No JSON text holds more elements than it has bytes, which bounds what shapes may claim.
-  const inputs = decodeTensors(header.inputs, "inputs", "input", tail, bodyLength(body), limits);
+  const inputs = decodeTensors(header.inputs, "inputs", "input", tail, bytes, limits);
   const outputs = header.outputs === undefined ? undefined : decodeRequestedOutputs(header.outputs);
   return defined({ id, parameters, inputs, outputs });
 }

@@ -8,9 +8,10 @@
 import { EncodingError, errorToWire, ShoalError } from "../errors.js";
 import type { RequestLimits } from "../limits.js";
 import { halfToNumber } from "../tensor/fp16.js";
-import { decodeInferenceRequest, encodeInferenceResponse, HEADER_LENGTH } from "../v2/index.js";
+import { HEADER_LENGTH } from "../v2/index.js";
 import type { V2Body, V2InferenceRequest, V2Pieces, V2Tensor } from "../v2/types.js";
 import type { RequestMeta } from "../worker.js";
+import { encodeV2Response, readV2Request } from "./generate.js";
 import type { ItemResult } from "./messages.js";
 import { exclusive } from "./transfer.js";
 
@@ -19,10 +20,11 @@ export const V2_MODEL_PATH = "/v2/models/";
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const utf8Encoder = new TextEncoder();
 
-/** What the answer to a V2 request needs: the model's name, and the request but its inputs. */
+/** What the answer to a V2 request needs: the model's name, the request but its inputs, and whether it came by the generate extension. */
 export interface V2Reply {
   model: string;
   request: Omit<V2InferenceRequest, "inputs">;
+  generate?: true;
 }
 
 /** A value between two stages of a V2 request, with its reply. */
@@ -44,10 +46,11 @@ export function isV2Request(meta: RequestMeta): boolean {
  */
 export function decodeV2Item(body: Uint8Array | V2Pieces, meta: RequestMeta, limits: RequestLimits): { item: Record<string, unknown>; reply: V2Reply } {
   const header = meta.headers[HEADER_LENGTH];
-  const { inputs, ...request } = decodeInferenceRequest(body, Array.isArray(header) ? undefined : header, limits);
+  const { inputs, ...request } = readV2Request(body, Array.isArray(header) ? undefined : header, meta, limits);
   const item: Record<string, unknown> = {};
   for (const tensor of inputs) item[tensor.name] = valueOf(tensor);
-  return { item, reply: { model: decodeURIComponent(meta.route.slice(V2_MODEL_PATH.length).split("/")[0]!), request } };
+  const model = decodeURIComponent(meta.route.slice(V2_MODEL_PATH.length).split("/")[0]!);
+  return { item, reply: meta.generate === undefined ? { model, request } : { model, request, generate: true } };
 }
 
 function valueOf({ name, datatype, shape, data }: V2Tensor): unknown {
@@ -84,7 +87,7 @@ export function encodeV2Answer(output: unknown, reply: V2Reply): V2Body {
   if (output === null || typeof output !== "object" || Array.isArray(output)) throw new EncodingError("a route served as a V2 model must answer an object, one field per output tensor");
   const outputs = Object.entries(output as Record<string, unknown>).map(([name, value]) => tensorOf(name, value));
   const { id } = reply.request;
-  return encodeInferenceResponse({ model_name: reply.model, outputs, ...(id === undefined ? {} : { id }) }, reply.request);
+  return encodeV2Response({ model_name: reply.model, outputs, ...(id === undefined ? {} : { id }) }, reply.request, reply.generate === true);
 }
 
 function tensorOf(name: string, value: unknown): V2Tensor {

@@ -1,9 +1,10 @@
 import { ClientError, type WireError } from "../errors.js";
-import { decodeInferenceRequest, encodeInferenceResponse, HEADER_LENGTH } from "../v2/index.js";
+import { HEADER_LENGTH } from "../v2/index.js";
 import { joinResponses } from "../v2/join.js";
 import type { V2Body, V2InferenceRequest, V2Pieces, V2Tensor } from "../v2/types.js";
 import type { RequestMeta, Worker } from "../worker.js";
 import type { Failures } from "./batch-runner.js";
+import { encodeV2Response, readV2Request } from "./generate.js";
 import type { LoadedMessage, LoadMessage } from "./messages.js";
 
 
@@ -80,7 +81,7 @@ export function speakingV2<W extends Worker>(
 
     // A gRPC request comes in pieces (its raw contents not joined to the header).
     override decode(body: Uint8Array | V2Pieces, meta: RequestMeta): unknown {
-      const request = decodeInferenceRequest(body, headerLength(meta), this.limits);
+      const request = readV2Request(body, headerLength(meta), meta, this.limits);
       const input = this.adapter.toInput(request);
       (meta as Carrier)[EXCHANGE] = { request };
       return input;
@@ -98,7 +99,7 @@ export function speakingV2<W extends Worker>(
       const outputs = (output as Partial<Joined>)[JOINED] ?? this.adapter.toTensors(output);
       const response = { model_name: model.name, outputs, ...(model.version === "" ? {} : { model_version: model.version }), ...(request.id === undefined ? {} : { id: request.id }) };
       // The codec keeps the outputs the request names, in its order, and refuses unknown names.
-      exchange.response = encodeInferenceResponse(response, request);
+      exchange.response = encodeV2Response(response, request, meta.generate !== undefined);
       return exchange.response.body;
     }
 

@@ -11,8 +11,9 @@ import { brokenJson, deepJson, perturb, randomJson, writeJson, type Json } from 
 import { msgpackBody } from "./msgpack.js";
 import { anyPath, joinPath, MODEL_NAMES, modelPath, spell } from "./paths.js";
 import { Random } from "./random.js";
+import { requestBytes } from "./raw-http.js";
 import { v2Body } from "./v2.js";
-import { generateDraft, openAIDraft } from "./generation.js";
+import { answerTwiceDraft, generateDraft, openAIDraft, type GenerationDraft } from "./generation.js";
 
 /** One generated request. */
 export interface FuzzRequest {
@@ -165,13 +166,7 @@ function rawRequest(r: Random, path: string, body: Uint8Array): Uint8Array {
 }
 
 /** What a kind of request makes before the client's bending: method, path, body, headers. */
-interface Draft {
-  method: string;
-  path: string;
-  body?: Uint8Array;
-  contentType?: string;
-  headers?: [string, string][];
-}
+type Draft = GenerationDraft;
 
 function stageDraft(r: Random, route: keyof typeof STAGE_ROUTES, raw: boolean): Draft {
   let path: string = STAGE_ROUTES[route];
@@ -249,6 +244,7 @@ const KINDS: readonly (readonly [number, string, (r: Random, raw: boolean) => Dr
   [3, "openai:chat", (r) => openAIDraft(r, "chat")],
   [1, "openai:models", (r) => openAIDraft(r, "models")],
   [3, "v2:generate", (r) => generateDraft(r)],
+  [2, "answers:twice", (r) => answerTwiceDraft(r)],
   [8, "v2:infer-json", (r, raw) => inferDraft(r, false, raw)],
   [6, "v2:infer-binary", (r, raw) => inferDraft(r, true, raw)],
   [4, "v2:model", (r, raw) => ({ method: "GET", path: modelPath(r, raw, r.pick(["", "ready", "config", "stats", "", "ready"])) })],
@@ -266,6 +262,7 @@ export function generate(seed: number, index: number, target: FuzzTarget): FuzzR
   const raw = r.chance(0.03);
   const [kind, make] = r.weighted(KINDS.map(([weight, name, build]) => [weight, [name, build]] as const));
   const draft = make(r, raw);
+  if (draft.alone) return alone(index, kind, draft);
   let { method, body, contentType } = draft;
   // What a client controls, bent now and then.
   if (r.chance(0.07)) method = r.pick(METHODS);
@@ -286,4 +283,11 @@ export function generate(seed: number, index: number, target: FuzzTarget): FuzzR
   // The method and target the raw request line really has, for judging its answer.
   const [sentMethod = "", sentPath = ""] = Buffer.from(bytes.subarray(0, 2048)).toString("utf8").split(/\r?\n/)[0]!.split(" ");
   return { index, kind: `raw:${kind}`, method: sentMethod, path: sentPath, headers: [], body, chunked: false, raw: bytes };
+}
+
+// A draft sent as it is on a connection of its own: every answer on it is counted.
+function alone(index: number, kind: string, draft: Draft): FuzzRequest {
+  const headers: [string, string][] = [...(draft.headers ?? []), ...(draft.contentType === undefined ? [] : [["content-type", draft.contentType] as [string, string]])];
+  const raw = requestBytes(draft.method, draft.path, Object.fromEntries(headers), draft.body);
+  return { index, kind, method: draft.method, path: draft.path, headers, body: draft.body, chunked: false, raw };
 }

@@ -41,8 +41,9 @@ export interface FuzzServer {
 
 /**
  * Writes the repository (an ONNX MLP in versions 1 and 2, FP32 [N, 4] to [N, 3]; `upper`, a
- * module runtime with BYTES tensors) and starts the fuzz server over it, with control open to the
- * admin token and one allowed origin.
+ * module runtime with BYTES tensors; `misfit`, a module runtime that streams a chunk no JSON can
+ * hold after one it can) and starts the fuzz server over it, with control open to the admin token
+ * and one allowed origin.
  */
 export async function startFuzzServer(extraArgs: string[] = []): Promise<FuzzServer> {
   const repo = new ModelRepo();
@@ -61,6 +62,8 @@ export async function startFuzzServer(extraArgs: string[] = []): Promise<FuzzSer
   // The runtime lives in the model's folder; it re-exports the fixture, which finds `shoal` from
   // inside the project.
   writeFileSync(join(repo.dir, "upper", "upper.mts"), `export { default } from ${JSON.stringify(fixture(join("models", "upper.ts")))};\n`);
+  repo.settings("misfit", { name: "misfit", runtime: "./misfit.mts" });
+  writeFileSync(join(repo.dir, "misfit", "misfit.mts"), `export { default } from ${JSON.stringify(fixture(join("models", "misfit.ts")))};\n`);
   const args = [
     "--model-repository", repo.dir, "--workers", "2", "--model-control", "explicit", "--admin-token", FUZZ_TARGET.adminToken,
     "--cors-origins", FUZZ_TARGET.allowedOrigin, "--control-timeout", "10000", "--log-format", "json", "--grpc-port", String(grpcPort), ...extraArgs,

@@ -7,30 +7,39 @@
  * - 503 `service unavailable: ...`: a model that is not loaded (loading, unloaded, failed), a
  *   server that is not ready or shutting down;
  * - 500 `inference internal error`, only from the route whose Worker throws by design
- *   ({@link BUGGY_ROUTE}): a Worker's own exception costs its request, nothing more.
+ *   ({@link BUGGY_ROUTE}): a Worker's own exception costs its request, nothing more;
+ * - 500 `encoding error: the Worker's answer does not fit this API`, only from the OpenAI models
+ *   whose Workers answer what the routes cannot read, by design ({@link MISFIT_OPENAI_MODELS}).
  *
  * Any other 500 (`internal error`, `worker died`, `encoding error`, or `inference internal error`
  * from a route whose Worker never throws) is a finding. Every error answer is JSON,
  * exactly `{"error": "..."}`, and every answer carries an `x-request-id` (the client's, when it
- * sent a well-formed one).
+ * sent a well-formed one). A request sent alone on its connection gets one answer on it, never two.
  *
  * A streamed answer (Server-Sent Events or NDJSON) read to its end is well framed, and its
- * Workers never fail it: an error event is a finding unless it is a deadline's. A client that
- * hung up on purpose is judged on what it got before it left (nothing, or the head of a 200).
+ * Workers never fail it: an error event is a finding unless it is a deadline's, or that of a
+ * misfit (a model or Worker whose output does not fit by design, {@link MISFIT_MODEL} among them).
+ * A client that hung up on purpose is judged on what it got before it left (nothing, or the head
+ * of a 200).
  */
 import { ERRORS } from "../../src/errors.js";
 import { RUNTIME } from "../helpers.js";
 import type { Outcome } from "./client.js";
+import { MISFIT_MODEL, MISFIT_OPENAI_MODELS } from "./generation.js";
 import { BUGGY_ROUTE, type FuzzRequest } from "./requests.js";
 
 /** The statuses an answer may have: success, a CORS preflight's 204, and the error table's. */
 export const ALLOWED_STATUSES: ReadonlySet<number> = new Set([200, 204, ...Object.values(ERRORS).map((e) => e.status)]);
 
-/** The 5xx answers that are documented, as status and exact message (or message prefix). */
-export const DOCUMENTED_5XX = [
-  { status: 503, message: /^service unavailable(: |$)/, where: "any route: not ready, not loaded, shutting down" },
-  { status: 500, message: /^inference internal error$/, where: `${BUGGY_ROUTE} only: its Worker throws by design` },
-] as const;
+// What a request for a misfit gets: its Worker's output does not fit the API.
+const MISFIT_ERROR = /^encoding error: the Worker's answer does not fit this API: /;
+
+/** The 5xx answers that are documented, as status and exact message (or message prefix), and the requests that may get them. */
+export const DOCUMENTED_5XX: readonly { status: number; message: RegExp; where: string; applies(req: FuzzRequest): boolean }[] = [
+  { status: 503, message: /^service unavailable(: |$)/, where: "any route: not ready, not loaded, shutting down", applies: () => true },
+  { status: 500, message: /^inference internal error$/, where: `${BUGGY_ROUTE} only: its Worker throws by design`, applies: (req) => onBuggyRoute(req) },
+  { status: 500, message: MISFIT_ERROR, where: `the OpenAI models ${MISFIT_OPENAI_MODELS.join(", ")} only: their Workers answer what the routes cannot read`, applies: (req) => misfit(req) },
+];
 
 // A client's request id is echoed only when it is short and printable (as the server decides).
 const ECHOED_ID = /^[\x21-\x7e]{1,200}$/;
@@ -70,7 +79,7 @@ export function judge(o: Outcome, runtime: Runtime = RUNTIME): string | undefine
   // A request whose head Node could not parse (431, a malformed one) is answered before its id is known.
   const sentId = req.headers.filter(([name]) => name === "x-request-id").map(([, value]) => value);
   if (req.raw === undefined && o.status !== 431 && sentId.length === 1 && ECHOED_ID.test(sentId[0]!) && o.headers["x-request-id"] !== sentId[0]) return `${o.status} with another x-request-id than the client's well-formed one`;
-  if (o.status < 400) return o.hungUp ? undefined : streamProblem(o.headers["content-type"], o.body.toString("utf8"));
+  if (o.status < 400) return o.hungUp ? undefined : streamProblem(o.headers["content-type"], o.body.toString("utf8"), misfit(req));
   if (o.status === 503 && isReadiness(req) && readinessBody(o.body)) return undefined;
   const type = o.headers["content-type"];
   if (type !== "application/json") return `${o.status} with content-type ${type ?? "(none)"} instead of JSON`;
@@ -88,7 +97,7 @@ export function judge(o: Outcome, runtime: Runtime = RUNTIME): string | undefine
     if (message === undefined) return `${o.status} whose body is not {"error": "..."}${openAI(req) ? ` nor OpenAI's {"error": {"message", "type", "param", "code"}}` : ""}`;
   }
   if (o.status < 500) return undefined;
-  const documented = DOCUMENTED_5XX.some((d) => d.status === o.status && (message === undefined || d.message.test(message)) && (d.status !== 500 || onBuggyRoute(req)));
+  const documented = DOCUMENTED_5XX.some((d) => d.status === o.status && (message === undefined || d.message.test(message)) && d.applies(req));
   return documented ? undefined : `${o.status} ${message ?? "(HEAD)"}`;
 }
 
@@ -112,8 +121,8 @@ function openAI(req: FuzzRequest): boolean {
 }
 
 // What is wrong with a streamed body read to its end: bad framing, or an error event other
-// than a deadline's. Undefined for a body that is not a stream.
-function streamProblem(type: string | undefined, body: string): string | undefined {
+// than a deadline's (or, for a misfit, its output's). Undefined for a body that is not a stream.
+function streamProblem(type: string | undefined, body: string, misfit: boolean): string | undefined {
   let errors: string[];
   if (type === "text/event-stream") {
     if (body !== "" && !body.endsWith("\n\n")) return "an SSE body that does not end with a blank line";
@@ -143,7 +152,7 @@ function streamProblem(type: string | undefined, body: string): string | undefin
       return true;
     }
     const message = errorMessage(parsed, false) ?? errorMessage(parsed, true);
-    return message === undefined || !message.startsWith("request timeout: ");
+    return message === undefined || !(message.startsWith("request timeout: ") || (misfit && (MISFIT_ERROR.test(message) || message.startsWith("bad request: "))));
   });
   return error === undefined ? undefined : `a stream that failed: ${error}`;
 }
@@ -165,6 +174,18 @@ function readinessBody(body: Buffer): boolean {
 
 function onBuggyRoute(req: FuzzRequest): boolean {
   return req.method === "POST" && pathOf(req) === BUGGY_ROUTE;
+}
+
+// A request for a misfit: the repository's model of that name, or an OpenAI request whose body names a misfit model.
+function misfit(req: FuzzRequest): boolean {
+  const path = pathOf(req);
+  if (path.startsWith(`/v2/models/${MISFIT_MODEL}/`)) return true;
+  if (!openAI(req) || req.body === undefined) return false;
+  try {
+    return MISFIT_OPENAI_MODELS.includes((JSON.parse(Buffer.from(req.body).toString("utf8")) as { model?: unknown }).model as string);
+  } catch {
+    return false;
+  }
 }
 
 // The path the server routes by: the request target without its query string.
