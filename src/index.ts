@@ -3,8 +3,8 @@
  * parallel workers.
  * @packageDocumentation
  */
-export { Server, type ServerOptions } from "./server/server.js";
-export type { RouteModelOptions } from "./server/route-model.js";
+export { Server, type ServerOptions } from "./app/server.js";
+export type { RouteModelOptions } from "./serving/route-model.js";
 export { Worker, type WorkerClass, type RequestMeta, type StreamSettings } from "./worker.js";
 export { StepWorker, type StepResult } from "./step-worker.js";
 export { TextRequest, TextChunk, ChatMessage } from "./text-generation.js";

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ShoalError } from "../src/errors.js";
-import { AccessPolicy, corsScope, isPreflight, type AccessConfig, type Refusal } from "../src/server/access.js";
+import { AccessPolicy, corsScope, isPreflight, type AccessConfig, type Refusal } from "../src/serving/access-policy.js";
 
 const ADMIN = "https://admin.example.com";
 const APP = "https://app.example.com";

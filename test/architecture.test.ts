@@ -1,7 +1,8 @@
 /**
- * The shape of src/, read from the source text: the folders form layers that import downward
- * only (type imports included), no two folders import each other even through others, and no
- * file grows past what one reads at a sitting.
+ * The shape of src/, read from the source text: the folders (and the folders of a door one level
+ * deeper) form layers that import downward only (type imports included), siblings that must not
+ * know each other never do, the serving core imports no transport, no two files import each other
+ * even through others, and no file grows past what one reads at a sitting.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -13,14 +14,24 @@ import { ROOT } from "./helpers.js";
 const SRC = join(ROOT, "src");
 
 /**
- * The layers, top first. An entry ending in "/" is a folder of src/ and everything under it;
+ * The layers, top first. An entry ending in "/" is a folder of src/ and everything under it that
+ * no deeper entry claims (`http/` is the runtime-neutral HTTP files, `http/node/` one runtime's);
  * any other is a file at the root of src/. A file may import its own unit, a unit of its own
  * layer, or one below; never one above. A unit listed with no file yet (a folder still to come)
  * is simply absent; a folder or root file of src/ missing here fails the first test below.
  */
 const LAYERS: readonly (readonly string[])[] = [
   ["cli/", "index.ts"],
-  ["server/"],
+  // The composition root: the Server façade, the assembly, the runtime's choice, signals.
+  ["app/"],
+  // The doors: the dialects spoken over HTTP, and gRPC.
+  ["apis/v2/", "apis/openai/", "grpc/"],
+  // The HTTP door's runtimes, on its runtime-neutral files.
+  ["http/node/", "http/bun/"],
+  ["http/fetch/"],
+  ["http/"],
+  // The protocol-neutral core every door enters.
+  ["serving/"],
   ["models/"],
   ["scheduling/"],
   ["workers/"],
@@ -43,18 +54,54 @@ function sourceFiles(dir = SRC): string[] {
   });
 }
 
-/** The unit a file of src/ belongs to: its top folder ("server/"), or itself at the root. */
-function unitOf(file: string): string {
-  const slash = file.indexOf("/");
-  return slash < 0 ? file : file.slice(0, slash + 1);
-}
-
 const RANK = new Map(LAYERS.flatMap((units, rank) => units.map((unit) => [unit, rank] as const)));
+
+/**
+ * Units that must not know each other though the layers would allow it, each with the units it
+ * never imports: gRPC never the HTTP door nor its dialects, one dialect never another, one
+ * runtime never another, node:http never the Fetch-API adapter.
+ */
+const NEVER: ReadonlyMap<string, readonly string[]> = new Map([
+  ["grpc/", ["http/", "http/node/", "http/bun/", "http/fetch/", "apis/v2/", "apis/openai/"]],
+  ["apis/v2/", ["apis/openai/", "grpc/"]],
+  ["apis/openai/", ["apis/v2/", "grpc/"]],
+  ["http/node/", ["http/bun/", "http/fetch/"]],
+  ["http/bun/", ["http/node/"]],
+]);
+
+/** Modules a unit of the serving core never imports: it speaks no transport. */
+const TRANSPORTS = /^(node:)?(http|http2|https|net)$|^@grpc\//;
+
+/** The only files that make a task: the core's entry, and the dry run that runs routes without a door. */
+const TASK_MAKERS = /^(serving\/|app\/dry-run\.ts$)/;
+
+/** The unit a file of src/ belongs to: the deepest folder of LAYERS that holds it ("http/node/"), or itself at the root. */
+function unitOf(file: string): string {
+  const parts = file.split("/");
+  for (let depth = parts.length - 1; depth > 0; depth--) {
+    const folder = `${parts.slice(0, depth).join("/")}/`;
+    if (RANK.has(folder)) return folder;
+  }
+  return parts.length === 1 ? file : `${parts[0]}/`;
+}
 
 /** One import of a file of src/ from another: relative specifiers only, `.js` read as the `.ts` it is built from. */
 interface Import {
   readonly from: string;
   readonly to: string;
+}
+
+/** The packages and built-in modules each file imports (bare specifiers), type imports included. */
+function packages(files: readonly string[]): { from: string; name: string }[] {
+  return files
+    .filter((file) => file.endsWith(".ts"))
+    .flatMap((from) =>
+      ts
+        .preProcessFile(readFileSync(join(SRC, from), "utf8"), true, true)
+        .importedFiles.map((imported) => imported.fileName)
+        .filter((specifier) => !specifier.startsWith("."))
+        .map((name) => ({ from, name })),
+    );
 }
 
 /**
@@ -145,6 +192,17 @@ describe("the architecture of src/", () => {
     assert.deepEqual(found, [], `${found.length} import cycle(s) between folders of src/:\n${found.map((c) => `  ${c}`).join("\n")}\nthrough these imports:\n${behind.join("\n")}`);
   });
 
+  test("no import cycle between files, type imports included", () => {
+    const graph = new Map<string, Set<string>>();
+    for (const { from, to } of all) {
+      const targets = graph.get(from) ?? new Set<string>();
+      targets.add(to);
+      graph.set(from, targets);
+    }
+    const found = cycles(graph).map((cycle) => cycle.map((file) => `src/${file}`).join(" → ")).sort();
+    assert.deepEqual(found, [], `${found.length} import cycle(s) between files of src/:\n${found.map((c) => `  ${c}`).join("\n")}`);
+  });
+
   test("folders import downward only, type imports included", () => {
     const upward = edges.filter(({ from, to }) => {
       const [fromRank, toRank] = [RANK.get(unitOf(from)), RANK.get(unitOf(to))];
@@ -156,6 +214,21 @@ describe("the architecture of src/", () => {
       [],
       `${upward.length} import(s) up the layers (top first):\n${layers}\n${upward.map((e) => `  ${describeImport(e)}`).join("\n")}`,
     );
+  });
+
+  test("siblings that must not know each other never import each other", () => {
+    const crossing = edges.filter(({ from, to }) => NEVER.get(unitOf(from))?.includes(unitOf(to)) === true);
+    assert.deepEqual(crossing.map(describeImport), []);
+  });
+
+  test("the serving core imports no transport", () => {
+    const transports = packages(files).filter(({ from, name }) => unitOf(from) === "serving/" && TRANSPORTS.test(name));
+    assert.deepEqual(transports.map(({ from, name }) => `src/${from} → ${name}`), []);
+  });
+
+  test("a task is made only by the serving core (and the dry run)", () => {
+    const makers = files.filter((file) => file.endsWith(".ts") && !TASK_MAKERS.test(file) && /\bnew Task\(/.test(readFileSync(join(SRC, file), "utf8")));
+    assert.deepEqual(makers.map((file) => `src/${file}`), []);
   });
 
   test(`no file of src/ over ${MAX_LINES} lines`, () => {

@@ -7,9 +7,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { ServiceDefinition } from "@grpc/grpc-js";
-import { MESSAGE_BUFFER, tolerant } from "../src/server/grpc-decode.js";
-import { inferFrame, PREFIX, streamFrame, type Serialize } from "../src/server/grpc-frames.js";
-import { requestBody, type InferRequestMessage } from "../src/server/grpc-tensors.js";
+import { MESSAGE_BUFFER, tolerant } from "../src/grpc/decode.js";
+import { inferFrame, PREFIX, streamFrame, type Serialize } from "../src/grpc/frames.js";
+import { requestBody, type InferRequestMessage } from "../src/grpc/tensors.js";
 import { decodeInferenceRequest } from "../src/v2/index.js";
 import { definition } from "./grpc-helpers.js";
 

@@ -1,11 +1,11 @@
 /**
- * Giving memory back after a busy spell (src/server/idle-gc.ts): the decision, with made-up CPU
+ * Giving memory back after a busy spell (src/app/idle-gc.ts): the decision, with made-up CPU
  * shares, and a real server that collects once after a burst of requests, not while idle, not
  * with --idle-gc 0, and without lending its collector to the user's code.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { IdleGc } from "../src/server/idle-gc.js";
+import { IdleGc } from "../src/app/idle-gc.js";
 import { fixture, post, sleep, startServer, type ServerProcess } from "./helpers.js";
 
 describe("when to collect", () => {

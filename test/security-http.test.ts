@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { ByteBudget } from "../src/server/budget.js";
+import { ByteBudget } from "../src/serving/byte-budget.js";
 import { NODE_HTTP_ONLY, assertError, fixture, post, rawRequest, send, sleep, startServer, type ServerProcess } from "./helpers.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
 

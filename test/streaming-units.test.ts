@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ShoalError } from "../src/errors.js";
-import { frameChunk, frameError, negotiate } from "../src/server/stream-answer.js";
+import { frameChunk, frameError, negotiate } from "../src/http/stream-reply.js";
 import { resolveStageOptions, STREAM_BUFFER_BYTES, streamPolicy } from "../src/stage-options.js";
 import { StepWorker, type StepResult } from "../src/step-worker.js";
 import type { RequestMeta } from "../src/worker.js";

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { Command, Option } from "commander";
 import { addServerFlags, integer, serverConfigOf } from "../config.js";
 import { onnxWorker, type OnnxSessionOptions } from "../onnx/onnx-worker.js";
-import { Server } from "../server/server.js";
+import { Server } from "../app/server.js";
 
 const GRAPH_OPTIMIZATIONS: NonNullable<OnnxSessionOptions["graphOptimization"]>[] = ["disabled", "basic", "extended", "all"];
 const EXECUTION_MODES: NonNullable<OnnxSessionOptions["executionMode"]>[] = ["sequential", "parallel"];

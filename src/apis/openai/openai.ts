@@ -1,0 +1,193 @@
+import { randomUUID } from "node:crypto";
+import type { HttpRequest, HttpResponse } from "../../http/http-message.js";
+import { z } from "zod";
+import { ShoalError } from "../../errors.js";
+import type { Step } from "../../scheduling/task.js";
+import type { TextChunk, TextRequest } from "../../text-generation.js";
+import { sendFailure, sendJson } from "../../http/reply.js";
+import type { Dialect, DialectRequest } from "../../http/dialect.js";
+import type { Delegate, Intake } from "../../http/intake.js";
+
+/** The OpenAI API's two generation endpoints. */
+type Endpoint = "completions" | "chat";
+
+const stop = z.union([z.string(), z.array(z.string()).max(4)]).optional();
+const common = {
+  model: z.string().min(1),
+  max_tokens: z.number().int().min(1).nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().gt(0).max(1).nullish(),
+  n: z.literal(1).nullish(),
+  stop: stop.nullable(),
+  seed: z.number().int().nullish(),
+  ignore_eos: z.boolean().nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
+};
+const CompletionBody = z.object({ ...common, prompt: z.union([z.string(), z.array(z.string()).length(1)]) });
+const ChatBody = z.object({
+  ...common,
+  max_completion_tokens: z.number().int().min(1).nullish(),
+  messages: z
+    .array(
+      z.object({
+        role: z.enum(["system", "user", "assistant", "tool", "developer"]),
+        content: z.union([z.string(), z.array(z.object({ type: z.literal("text"), text: z.string() }))]),
+      }),
+    )
+    .min(1),
+});
+
+/**
+ * The OpenAI-compatible API under `/v1`: `GET /v1/models`, `POST /v1/completions` and
+ * `POST /v1/chat/completions`, each model served by a route whose Worker generates text by the
+ * {@link TextRequest} / {@link TextChunk} contract. Requests are checked here and answered in
+ * OpenAI's shapes (errors included); streams are Server-Sent Events ending with `[DONE]`. The
+ * `model` field chooses the route, so bodies are read on the HTTP thread: none larger than
+ * `maxBytes` (`--max-openai-size`) is parsed, whether a request's or a Worker's answer.
+ */
+export class OpenAIHandler implements Delegate {
+  readonly prefix = "/v1";
+  readonly #created = Math.floor(Date.now() / 1000);
+
+  constructor(
+    /** Each model's name and the steps of the route that serves it. */
+    readonly models: ReadonlyMap<string, readonly Step[]>,
+    readonly front: Intake,
+    /** The most bytes of a body (a request's, a Worker's answer or chunk) parsed on the HTTP thread. */
+    readonly maxBytes: number,
+  ) {}
+
+  handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void {
+    const endpoint: Endpoint | undefined = path === "/v1/completions" ? "completions" : path === "/v1/chat/completions" ? "chat" : undefined;
+    if (endpoint !== undefined) {
+      this.front.accept(path, [], req, res, requestId, arrival, new OpenAIExchange(endpoint, this.models, this.maxBytes));
+      return;
+    }
+    if (path !== "/v1/models") {
+      // As OpenAI answers a path it does not have: no code.
+      sendJson(res, requestId, 404, openAIError(new ShoalError("NOT_FOUND", `${req.method} ${path}`), null));
+      return;
+    }
+    if (req.method === "GET" || req.method === "HEAD") {
+      sendJson(res, requestId, 200, { object: "list", data: [...this.models.keys()].map((id) => ({ id, object: "model", created: this.#created, owned_by: "shoal" })) });
+      return;
+    }
+    sendFailure(res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use GET`), OPENAI_ERRORS, { allow: "GET, HEAD" });
+  }
+}
+
+/** Errors in OpenAI's shape, for answers outside an exchange. */
+const OPENAI_ERRORS: Dialect = { error: (error) => openAIError(error) };
+
+// OpenAI's error body: its type by status, and a code (the error table's, lower-cased; an
+// unknown model's is OpenAI's own).
+function openAIError(error: ShoalError, code: string | null = error.code === "NOT_FOUND" ? "model_not_found" : error.code.toLowerCase()): unknown {
+  const type = error.status === 401 || error.status === 403 ? "authentication_error" : error.status < 500 ? "invalid_request_error" : "server_error";
+  return { error: { message: error.publicMessage, type, param: null, code } };
+}
+
+/** One OpenAI request: reads its body into a {@link TextRequest}, and shapes each chunk, its answer and its errors as OpenAI does. */
+class OpenAIExchange implements Dialect {
+  readonly #id: string;
+  readonly #created = Math.floor(Date.now() / 1000);
+  #model = "";
+  #includeUsage = false;
+  #usage: TextChunk["usage"];
+  #first = true;
+
+  constructor(
+    readonly endpoint: Endpoint,
+    readonly models: ReadonlyMap<string, readonly Step[]>,
+    readonly maxBytes: number,
+  ) {
+    this.#id = `${endpoint === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID()}`;
+  }
+
+  read(body: Uint8Array): DialectRequest {
+    let json: unknown;
+    try {
+      json = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8"));
+    } catch (err) {
+      throw new ShoalError("BAD_REQUEST", `the body is not JSON: ${(err as Error).message}`);
+    }
+    const parsed = (this.endpoint === "chat" ? ChatBody : CompletionBody).safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new ShoalError("BAD_REQUEST", `${issue.path.length > 0 ? `${issue.path.join(".")}: ` : ""}${issue.message}`);
+    }
+    const r = parsed.data;
+    const steps = this.models.get(r.model);
+    if (steps === undefined) throw new ShoalError("NOT_FOUND", `the model '${r.model}' does not exist; GET /v1/models lists them`);
+    this.#model = r.model;
+    this.#includeUsage = r.stream_options?.include_usage === true;
+    const request: TextRequest = {};
+    if ("messages" in r) {
+      request.messages = r.messages.map((m) => ({ role: m.role, content: typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join("") }));
+      if (r.max_completion_tokens != null) request.max_tokens = r.max_completion_tokens;
+    } else {
+      request.prompt = typeof r.prompt === "string" ? r.prompt : r.prompt[0]!;
+    }
+    request.max_tokens ??= r.max_tokens ?? undefined;
+    if (r.temperature != null) request.temperature = r.temperature;
+    if (r.top_p != null) request.top_p = r.top_p;
+    if (r.stop != null) request.stop = typeof r.stop === "string" ? [r.stop] : r.stop;
+    if (r.seed != null) request.seed = r.seed;
+    if (r.ignore_eos != null) request.ignore_eos = r.ignore_eos;
+    return { payload: Buffer.from(JSON.stringify(request)), stream: r.stream === true, steps };
+  }
+
+  chunk(bytes: Uint8Array): Uint8Array {
+    const chunk = parseChunks(bytes)[0]!;
+    if (chunk.usage !== undefined) this.#usage = chunk.usage;
+    const finish = chunk.finish_reason ?? null;
+    let choice: Record<string, unknown>;
+    if (this.endpoint === "chat") {
+      choice = { index: 0, delta: this.#first ? { role: "assistant", content: chunk.text } : { content: chunk.text }, logprobs: null, finish_reason: finish };
+    } else {
+      choice = { index: 0, text: chunk.text, logprobs: null, finish_reason: finish };
+    }
+    this.#first = false;
+    return Buffer.from(JSON.stringify(this.#envelope(this.endpoint === "chat" ? "chat.completion.chunk" : "text_completion", [choice])));
+  }
+
+  finish(): string[] {
+    const events: string[] = [];
+    if (this.#includeUsage) {
+      const usage = usageOf(this.#usage);
+      events.push(JSON.stringify({ ...this.#envelope(this.endpoint === "chat" ? "chat.completion.chunk" : "text_completion", []), usage }));
+    }
+    events.push("[DONE]");
+    return events;
+  }
+
+  answer(body: Uint8Array): Uint8Array {
+    const chunks = parseChunks(body);
+    const text = chunks.map((c) => c.text).join("");
+    const last = chunks.at(-1);
+    const finish = last?.finish_reason ?? "stop";
+    const choice = this.endpoint === "chat" ? { index: 0, message: { role: "assistant", content: text }, logprobs: null, finish_reason: finish } : { index: 0, text, logprobs: null, finish_reason: finish };
+    const usage = usageOf(chunks.findLast((c) => c.usage !== undefined)?.usage);
+    return Buffer.from(JSON.stringify({ ...this.#envelope(this.endpoint === "chat" ? "chat.completion" : "text_completion", [choice]), usage }));
+  }
+
+  error(error: ShoalError): unknown {
+    return openAIError(error);
+  }
+
+  #envelope(object: string, choices: unknown[]): Record<string, unknown> {
+    return { id: this.#id, object, created: this.#created, model: this.#model, choices };
+  }
+}
+
+// What the Worker encoded: one chunk, or the gathered array of them.
+function parseChunks(bytes: Uint8Array): TextChunk[] {
+  const value = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")) as TextChunk | TextChunk[];
+  return Array.isArray(value) ? value : [value];
+}
+
+function usageOf(usage: TextChunk["usage"]): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+  const prompt = usage?.prompt_tokens ?? 0;
+  const completion = usage?.completion_tokens ?? 0;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}

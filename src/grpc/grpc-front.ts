@@ -1,0 +1,216 @@
+/**
+ * The V2 gRPC service (`inference.GRPCInferenceService`) on `--grpc-port`, with gRPC health
+ * checking and server reflection. It serves the models of the same catalog and shared pool as
+ * the REST API under `/v2`, and its inference requests go through the HTTP front's intake.
+ */
+import type { Http2Server, ServerHttp2Session } from "node:http2";
+import type { Socket } from "node:net";
+import { Server as GrpcServer, ServerCredentials, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData, type ServerUnaryCall } from "@grpc/grpc-js";
+import { loadSync, type PackageDefinition } from "@grpc/proto-loader";
+import { ReflectionService } from "@grpc/reflection";
+import { HealthImplementation, protoPath as healthProto, type ServingStatus } from "grpc-health-check";
+import { fileURLToPath } from "node:url";
+import type { ServerConfig } from "../config.js";
+import { ShoalError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { GrpcAnswers } from "./answers.js";
+import { holdArrivingMessages } from "./arrivals.js";
+import { PREFIX } from "./frames.js";
+import { modelConfig } from "./model-config.js";
+import { tolerant, Undecodable } from "./decode.js";
+import { GrpcInference } from "./inference.js";
+import { grpcError } from "./status.js";
+import { RouteModel } from "../serving/route-model.js";
+import { SERVER_METADATA, type V2Handler } from "../apis/v2/v2-rest.js";
+
+/** The folder of the `.proto` files, shipped in the package. */
+export const PROTO_DIR = fileURLToPath(new URL("../../proto/", import.meta.url));
+/** The V2 service's full name, also its name for health checking. */
+export const SERVICE = "inference.GRPCInferenceService";
+// How often health checking looks at readiness, for Watch calls.
+const HEALTH_POLL_MS = 1000;
+
+/** The `.proto` files loaded as messages are handed to the handlers: field names as written, 64-bit integers as strings, every field present. */
+export function loadProtos(): PackageDefinition {
+  return loadSync(["grpc_service.proto", healthProto], { includeDirs: [PROTO_DIR], keepCase: true, longs: String, enums: String, defaults: true, arrays: true, objects: true, oneofs: true });
+}
+
+type Unary = (call: ServerUnaryCall<any, unknown>) => unknown;
+
+/** The V2 gRPC front. */
+export class GrpcFront {
+  readonly #server: GrpcServer;
+  readonly #health = new HealthImplementation({ "": "NOT_SERVING", [SERVICE]: "NOT_SERVING" });
+  readonly #log: Logger;
+  readonly #poll: NodeJS.Timeout;
+  readonly #answers: GrpcAnswers;
+  // The paths of the calls whose requests stream (ModelStreamInfer, reflection's), as every
+  // service is added.
+  readonly #streaming = new Set<string>();
+  #status: ServingStatus = "NOT_SERVING";
+
+  constructor(
+    readonly v2: V2Handler,
+    readonly config: ServerConfig,
+    logger: Logger,
+  ) {
+    this.#log = logger;
+    const definition = loadProtos();
+    this.#answers = new GrpcAnswers(config.grpcCompression, SERVICE, logger);
+    this.#server = new GrpcServer({ "grpc.max_receive_message_length": config.maxRequestSize, interceptors: [this.#answers.interceptor] });
+    const inference = new GrpcInference(v2, config.timeoutMs);
+    const find = (name: string, version: string) => v2.find(name, version === "" ? undefined : version);
+    const repository = (name: string) => {
+      if (v2.catalog === undefined) throw new ShoalError("NOT_FOUND", `model '${name}'`);
+      return v2.catalog;
+    };
+    const unary: Record<string, Unary> = {
+      ServerLive: () => ({ live: true }),
+      ServerReady: () => ({ ready: this.#notReady() === undefined }),
+      ModelReady: ({ request }) => {
+        const target = find(request.name, request.version);
+        return { ready: target instanceof RouteModel ? target.notReady() === undefined : target.ready };
+      },
+      ServerMetadata: () => SERVER_METADATA,
+      ModelMetadata: ({ request }) => v2.metadataOf(find(request.name, request.version)),
+      ModelConfig: ({ request }) => {
+        const target = find(request.name, request.version);
+        // A model that has not loaded yet still has its configuration, without tensors.
+        return { config: modelConfig(target, target instanceof RouteModel || target.metadata !== undefined ? v2.metadataOf(target) : undefined) };
+      },
+      ModelStatistics: ({ request }) => {
+        const models = request.name === "" ? (v2.catalog?.pool.versions() ?? []) : [find(request.name, request.version)];
+        return { model_stats: models.flatMap((m) => (m instanceof RouteModel ? [] : [m.stats.report(m.spec.name, m.spec.version)])) };
+      },
+      RepositoryIndex: ({ request }) => ({ models: (v2.catalog?.index(request.ready === true) ?? []).map((e) => ({ ...e, version: e.version ?? "" })) }),
+      RepositoryModelLoad: (call) => this.#control(call, (name) => repository(name).load(name)),
+      RepositoryModelUnload: (call) => this.#control(call, (name) => repository(name).unload(name)),
+    };
+    const handlers: UntypedServiceImplementation = {
+      ModelInfer: (call: ServerUnaryCall<any, any>, callback: sendUnaryData<any>) => this.#guard(callback, () => inference.unary(call, callback)),
+      ModelStreamInfer: (call: Parameters<GrpcInference["stream"]>[0]) => this.#guard(undefined, () => inference.stream(call), () => call.destroy()),
+    };
+    for (const [name, handler] of Object.entries(unary)) {
+      handlers[name] = (call: ServerUnaryCall<any, unknown>, callback: sendUnaryData<unknown>) =>
+        this.#guard(callback, () => {
+          if (call.request instanceof Undecodable) throw call.request.error;
+          const result = handler(call);
+          if (result instanceof Promise) result.then((value) => callback(null, value), (err: unknown) => this.#fail(callback, err));
+          else callback(null, result);
+        });
+    }
+    const addService = this.#server.addService.bind(this.#server);
+    this.#server.addService = (service, implementation) => {
+      for (const method of Object.values(service)) if (method.requestStream) this.#streaming.add(method.path);
+      addService(service, implementation);
+    };
+    this.#server.addService(this.#answers.service(tolerant(definition[SERVICE] as ServiceDefinition)), handlers);
+    this.#health.addToServer(this.#server);
+    new ReflectionService(definition).addToServer(this.#server);
+    this.#poll = setInterval(() => this.refresh(), HEALTH_POLL_MS).unref();
+    this.refresh();
+  }
+
+  /** Starts listening on `--grpc-port`; rejects with a one-line message when the port cannot be had. */
+  listen(): Promise<number> {
+    const { address, grpcPort } = this.config;
+    const host = address.includes(":") ? `[${address}]` : address;
+    return new Promise((resolve, reject) => {
+      this.#server.bindAsync(`${host}:${grpcPort}`, ServerCredentials.createInsecure(), (err, port) => {
+        if (err === null) {
+          for (const listener of http2Listeners(this.#server)) {
+            // A request's gRPC frame: its message and 5 bytes of length prefix.
+            widenWindows(listener, this.config.maxRequestSize + PREFIX);
+            holdArrivingMessages(listener, (path) => this.#streaming.has(path), () => this.v2.front.hold(), () => this.v2.front.answered("/v2/models/infer", 429, performance.now(), "grpc"));
+            this.#answers.watch(listener);
+            // As on the REST port: net.Server closes connections past it as soon as they are accepted.
+            if (this.config.maxConnections > 0) listener.maxConnections = this.config.maxConnections;
+            // node:http sets TCP_NODELAY on its sockets (and gRPC's C core on its own), node:http2
+            // does not: small frames (trailers, WINDOW_UPDATE) go out at once, not after an ACK.
+            listener.on("connection", (socket: Socket) => socket.setNoDelay(true));
+          }
+          resolve(port);
+        } else reject(new Error(/in use/i.test(err.message) ? `${address}:${grpcPort} is already in use; choose another port with --grpc-port` : `cannot listen on ${address}:${grpcPort} for gRPC: ${err.message}`));
+      });
+    });
+  }
+
+  /** Draining: health checks say NOT_SERVING; inference calls are refused UNAVAILABLE by the intake. */
+  drain(): void {
+    this.refresh();
+  }
+
+  /** Ends every call and releases the port. */
+  close(): void {
+    clearInterval(this.#poll);
+    this.#server.forceShutdown();
+  }
+
+  #notReady(): string | undefined {
+    return this.v2.front.draining ? "shutting down" : this.v2.notReady();
+  }
+
+  /** Health checking follows readiness (looked at every second, and when told); watchers hear of changes only. */
+  refresh(): void {
+    const status: ServingStatus = this.#notReady() === undefined ? "SERVING" : "NOT_SERVING";
+    if (status === this.#status) return;
+    this.#status = status;
+    this.#health.setStatus("", status);
+    this.#health.setStatus(SERVICE, status);
+  }
+
+  // Load and unload: the REST API's rules, the token as `authorization` metadata.
+  #control(call: ServerUnaryCall<{ model_name: string }, unknown>, operation: (name: string) => Promise<void>): Promise<object> {
+    if (this.v2.front.draining) throw new ShoalError("SHUTTING_DOWN", "the server is shutting down");
+    const token = call.metadata.get("authorization")[0];
+    const refused = this.v2.front.access.control(undefined, typeof token === "string" ? token : undefined);
+    if (refused !== undefined) throw refused.error;
+    // Health checking hears of the change at once, not at the next look.
+    return operation(call.request.model_name).then(() => {
+      this.refresh();
+      return {};
+    });
+  }
+
+  // A handler's error as its call's status; anything but a ShoalError is a bug of ours: INTERNAL, logged.
+  #fail(callback: sendUnaryData<unknown>, err: unknown): void {
+    if (!(err instanceof ShoalError)) this.#log.error({ err: err instanceof Error ? (err.stack ?? err.message) : String(err) }, "gRPC handler failed");
+    callback(grpcError(err instanceof ShoalError ? err : new ShoalError("SERVER", "the request could not be handled")));
+  }
+
+  // Runs a handler so that nothing it throws reaches the process: a unary call is answered with
+  // the error, a stream (`callback` undefined) is ended.
+  #guard(callback: sendUnaryData<any> | undefined, fn: () => void, end?: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      if (callback !== undefined) this.#fail(callback, err);
+      else {
+        this.#log.error({ err: err instanceof Error ? (err.stack ?? err.message) : String(err) }, "gRPC handler failed");
+        end?.();
+      }
+    }
+  }
+}
+
+// The server's HTTP/2 listeners, which @grpc/grpc-js keeps as `http2Servers` and does not expose;
+// none when it no longer does (large tensors then wait on flow control, and answers go
+// uncompressed).
+function http2Listeners(server: GrpcServer): Http2Server[] {
+  const listeners = (server as unknown as { http2Servers?: unknown }).http2Servers;
+  return listeners instanceof Map ? [...listeners.keys()].filter((l): l is Http2Server => typeof (l as Partial<Http2Server>)?.prependListener === "function") : [];
+}
+
+// Large tensors: node:http2 lets a sender have 64 KiB in flight on a stream and on a connection
+// before it must wait for the receiver's WINDOW_UPDATE, and @grpc/grpc-js has no server option to
+// raise it (its client has grpc-node.flow_control_window): a 1 MiB tensor took 16 round trips.
+// Each session of the listener gets windows the size of the largest request (--max-request-size),
+// so a request arrives in one go; what arrives is still bounded by that size and the byte budget.
+function widenWindows(listener: Http2Server, bytes: number): void {
+  const window = Math.min(bytes, 2 ** 31 - 1);
+  listener.on("session", (session: ServerHttp2Session) => {
+    if (typeof session.setLocalWindowSize !== "function") return;
+    session.setLocalWindowSize(window);
+    session.settings({ initialWindowSize: window });
+  });
+}

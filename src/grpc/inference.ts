@@ -1,0 +1,163 @@
+/**
+ * gRPC inference: ModelInfer and ModelStreamInfer. Each request becomes a task with the model
+ * version as its one step, taken through the HTTP front's intake as a REST request is (the same
+ * budget of body bytes, in-flight count, drain, queues and batches), with the sooner of the
+ * server's deadline and the call's.
+ */
+import type { Metadata, ServerDuplexStream, ServerUnaryCall, sendUnaryData } from "@grpc/grpc-js";
+import { ShoalError } from "../errors.js";
+import { Task, type Reply } from "../scheduling/task.js";
+import type { Hold } from "../serving/byte-budget.js";
+import { Undecodable } from "./decode.js";
+import { grpcError } from "./status.js";
+import { HEADER_LENGTH } from "../v2/binary.js";
+import { requestBody, responseMessage, type InferRequestMessage, type InferResponseMessage } from "./tensors.js";
+import { requestIdOf } from "../serving/request-id.js";
+import type { Intake } from "../http/intake.js";
+import type { V2Handler } from "../apis/v2/v2-rest.js";
+
+/** Where one request's outcome goes: a unary call's callback, or a stream's next message. */
+type Deliver = (error: ShoalError | undefined, response?: InferResponseMessage) => void;
+
+/** The answer side of one gRPC inference request: the task's {@link Reply}. */
+class GrpcAnswer implements Reply {
+  timer: NodeJS.Timeout | undefined;
+  task!: Task;
+
+  constructor(
+    readonly intake: Intake,
+    readonly path: string,
+    readonly arrival: number,
+    readonly hold: Hold,
+    readonly deliver: Deliver,
+  ) {}
+
+  send(body: Uint8Array, _contentType: string, headers?: Record<string, string>): void {
+    let response: InferResponseMessage;
+    try {
+      response = responseMessage(body, headers?.[HEADER_LENGTH]);
+    } catch (err) {
+      this.fail(err instanceof ShoalError ? err : new ShoalError("ENCODING", "the response could not be read"));
+      return;
+    }
+    this.deliver(undefined, response);
+    this.intake.answered(this.path, 200, this.arrival, "grpc");
+  }
+
+  fail(error: ShoalError): void {
+    this.deliver(error);
+    this.intake.answered(this.path, error.status, this.arrival, "grpc");
+  }
+
+  // A gRPC request never asks for a stream: a streaming model's chunks come to it gathered.
+  chunk(): void {}
+  end(): void {}
+
+  release(): void {
+    clearTimeout(this.timer);
+    this.hold.release();
+    this.intake.released(this.task);
+  }
+}
+
+/** The inference calls of the V2 gRPC service. */
+export class GrpcInference {
+  constructor(
+    readonly v2: V2Handler,
+    /** Each request's deadline from its arrival, in ms (`--timeout`). */
+    readonly timeoutMs: number,
+  ) {}
+
+  /** ModelInfer: one request, one answer. */
+  unary(call: ServerUnaryCall<InferRequestMessage, InferResponseMessage>, callback: sendUnaryData<InferResponseMessage>): void {
+    const requestId = requestIdOf(call.metadata.get("x-request-id")[0]);
+    if (call.request instanceof Undecodable) {
+      callback(grpcError(call.request.error, requestId));
+      return;
+    }
+    const task = this.#enter(call.request, call.metadata, call.getDeadline(), requestId, (error, response) => {
+      if (error === undefined) callback(null, response);
+      else callback(grpcError(error, requestId));
+    });
+    if (task !== undefined) call.once("cancelled", () => task.drop());
+  }
+
+  /**
+   * ModelStreamInfer: each request on the stream is answered on it as it finishes, an error as
+   * the message's `error_message`; the stream ends once the client has ended its side and every
+   * request is answered. A stream the client cancels drops what it still has queued.
+   */
+  stream(call: ServerDuplexStream<InferRequestMessage, { error_message?: string; infer_response?: InferResponseMessage }>): void {
+    const pending = new Set<Task>();
+    let ended = false;
+    const finish = () => {
+      if (ended && pending.size === 0 && !call.cancelled) call.end();
+    };
+    call.on("data", (request: InferRequestMessage | Undecodable) => {
+      const requestId = requestIdOf(call.metadata.get("x-request-id")[0]);
+      if (request instanceof Undecodable) {
+        if (call.writable) call.write({ error_message: request.error.publicMessage });
+        return;
+      }
+      let task: Task | undefined;
+      task = this.#enter(request, call.metadata, call.getDeadline(), requestId, (error, response) => {
+        if (task !== undefined) pending.delete(task);
+        if (!call.cancelled && call.writable) call.write(error === undefined ? { infer_response: response } : { error_message: error.publicMessage });
+        finish();
+      });
+      if (task !== undefined && !task.settled) pending.add(task);
+    });
+    call.on("end", () => {
+      ended = true;
+      finish();
+    });
+    call.on("cancelled", () => {
+      for (const task of pending) task.drop();
+      pending.clear();
+    });
+    // A stream torn down under us (the connection lost) must not become an unhandled error.
+    call.on("error", () => call.emit("cancelled"));
+  }
+
+  // Makes the task of one request and queues it; a request refused at once is answered through
+  // `deliver` and has no task.
+  #enter(request: InferRequestMessage, metadata: Metadata, callDeadline: Date | number, requestId: string, deliver: Deliver): Task | undefined {
+    const arrival = performance.now();
+    let path = "/v2/models/infer";
+    try {
+      if (this.v2.front.draining) throw new ShoalError("SHUTTING_DOWN", "the server is shutting down");
+      const target = this.v2.find(request.model_name, request.model_version === "" ? undefined : request.model_version);
+      path = this.v2.inferPath(target);
+      const { body, bytes, transfer } = requestBody(request);
+      const hold = this.v2.front.hold();
+      if (!hold.take(bytes)) throw new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
+      // The sooner of the server's deadline and the call's, on the performance.now() clock.
+      const callMs = callDeadline instanceof Date ? callDeadline.getTime() - Date.now() : callDeadline - Date.now();
+      const timeoutMs = Math.min(this.timeoutMs, callMs);
+      const answer = new GrpcAnswer(this.v2.front, path, arrival, hold, deliver);
+      const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) }, deadline: Date.now() + timeoutMs, route: path };
+      const task = new Task(this.v2.stepsOf(target), meta, arrival + timeoutMs, body, transfer, answer);
+      answer.task = task;
+      answer.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${Math.max(0, Math.round(timeoutMs))} ms`)), Math.max(0, timeoutMs));
+      const refused = this.v2.front.admit(task);
+      if (refused !== undefined) task.fail(refused);
+      return task;
+    } catch (err) {
+      if (!(err instanceof ShoalError)) throw err;
+      deliver(err);
+      this.v2.front.answered(path, err.status, arrival, "grpc");
+      return undefined;
+    }
+  }
+}
+
+// The call's metadata as the request headers a Worker may read (text values only).
+function headersOf(metadata: Metadata): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const map = metadata.getMap();
+  for (const name in map) {
+    const value = map[name];
+    if (typeof value === "string") headers[name] = value;
+  }
+  return headers;
+}

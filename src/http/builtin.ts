@@ -1,0 +1,76 @@
+import type { HttpRequest, HttpResponse } from "./http-message.js";
+import { ShoalError } from "../errors.js";
+import type { Metrics } from "../metrics/registry.js";
+import { sendBody, sendError, sendJson, sendPage } from "./reply.js";
+import type { ApiDocs } from "./docs.js";
+
+const GET_ONLY = "GET, HEAD";
+
+/** What the HTTP front asks the server about its health. */
+export interface Health {
+  /** Why the server is not ready, or undefined when it is. */
+  notReady(): string | undefined;
+  /** What keeps a ready server below full strength (worker slots in back-off), or undefined. */
+  degraded(): string | undefined;
+  /** Why the server should be replaced (too many worker restarts), or undefined while it is healthy. */
+  unhealthy(): string | undefined;
+}
+
+/** What the built-in paths show. */
+export interface BuiltinState {
+  readonly metrics: Metrics;
+  readonly docs: ApiDocs;
+  readonly health: Health;
+  readonly draining: boolean;
+}
+
+/**
+ * Answers the server's own GET paths: `/`, `/healthz`, `/readyz`, `/metrics` and the API docs.
+ * Any other path is a 404.
+ */
+export function serveBuiltin(path: string, req: HttpRequest, res: HttpResponse, requestId: string, front: BuiltinState): void {
+  const { metrics, docs } = front;
+  const known = path === "/" || path === "/healthz" || path === "/readyz" || path === "/metrics" || docs.serves(path);
+  if (!known) {
+    sendError(res, requestId, new ShoalError("NOT_FOUND", path));
+    return;
+  }
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    sendError(res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use GET`), { allow: GET_ONLY });
+    return;
+  }
+  if (path === "/metrics") {
+    metrics.text().then(
+      (text) => sendBody(res, 200, { "content-type": metrics.contentType, "content-length": Buffer.byteLength(text), "x-request-id": requestId }, text),
+      (err: Error) => sendError(res, requestId, new ShoalError("SERVER", `metrics: ${err.message}`)),
+    );
+    return;
+  }
+  if (docs.serves(path)) {
+    docs.page(path).then(
+      (page) => sendPage(res, requestId, page),
+      (err: ShoalError) => sendError(res, requestId, err),
+    );
+    return;
+  }
+  if (path === "/healthz") {
+    // Answering at all shows the event loop turns; beyond that, only a worker crash loop
+    // (--max-restarts) calls for a new process.
+    const unhealthy = front.health.unhealthy();
+    sendJson(res, requestId, unhealthy === undefined ? 200 : 503, unhealthy === undefined ? { live: true } : { live: false, reason: unhealthy });
+    return;
+  }
+  const reason = front.draining ? "shutting down" : front.health.notReady();
+  if (path === "/") {
+    if (front.draining) sendError(res, requestId, new ShoalError("SHUTTING_DOWN", "the server is shutting down"));
+    else sendJson(res, requestId, 200, { status: "serving" });
+    return;
+  }
+  if (reason !== undefined) {
+    sendJson(res, requestId, 503, { ready: false, reason });
+    return;
+  }
+  // Still ready while some workers serve: a slot in back-off is shown, not held against the server.
+  const degraded = front.health.degraded();
+  sendJson(res, requestId, 200, degraded === undefined ? { ready: true } : { ready: true, degraded });
+}

@@ -1,0 +1,102 @@
+/**
+ * HTTP compression, as Triton does it: request bodies sent with `Content-Encoding: gzip` or
+ * `deflate` are inflated, the body limit applying to the inflated bytes; answers large enough to
+ * gain from it are compressed in an encoding the client's `Accept-Encoding` takes (gzip, br, and
+ * zstd where node:zlib has it). zlib runs on libuv's thread pool, off the event loop.
+ */
+import * as zlib from "node:zlib";
+import { ShoalError } from "../errors.js";
+import type { Body } from "./body.js";
+import type { Hold } from "../serving/byte-budget.js";
+
+/** Answers smaller than this go as they are: compressing them costs more than it saves. */
+export const MIN_COMPRESSED_BYTES = 1024;
+
+type Compress = (body: Uint8Array, done: (err: Error | null, out: Buffer) => void) => void;
+
+/** gzip as answers are compressed with it, over HTTP and gRPC. */
+export const gzip: Compress = (body, done) => zlib.gzip(body, { level: 6 }, done);
+
+// The encodings answers may take, in the server's order of preference among equals. Brotli's
+// default quality (11) is far too slow for answers; 4 compresses about as fast as gzip.
+const ENCODINGS = new Map<string, Compress>([
+  ["gzip", gzip],
+  ["br", (body, done) => zlib.brotliCompress(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.byteLength } }, done)],
+  ...zstd(),
+  ["deflate", (body, done) => zlib.deflate(body, done)],
+]);
+
+// zstd only where node:zlib has it (Node.js 22.15 and later).
+function zstd(): [string, Compress][] {
+  const compress = (zlib as unknown as { zstdCompress?: (body: Uint8Array, done: (err: Error | null, out: Buffer) => void) => void }).zstdCompress;
+  return compress === undefined ? [] : [["zstd", (body, done) => compress(body, done)]];
+}
+
+/**
+ * The encoding to answer in for an `Accept-Encoding` header: the one the client weighs most
+ * (`q`), the server's order breaking ties; undefined for none (identity).
+ */
+export function responseEncoding(accept: string | undefined): string | undefined {
+  if (accept === undefined || accept === "") return undefined;
+  let best: string | undefined;
+  let bestQ = 0;
+  let wildcard = -1;
+  const weights = new Map<string, number>();
+  for (const item of accept.split(",")) {
+    const [token = "", ...params] = item.trim().toLowerCase().split(";");
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith("q="));
+    const weight = q === undefined ? 1 : Number(q.slice(2));
+    if (!Number.isFinite(weight)) continue;
+    if (token === "*") wildcard = weight;
+    else weights.set(token, weight);
+  }
+  for (const name of ENCODINGS.keys()) {
+    const q = weights.get(name) ?? (wildcard >= 0 ? wildcard : 0);
+    if (q > bestQ) [best, bestQ] = [name, q];
+  }
+  return best;
+}
+
+/** Compresses an answer's body in `encoding` (one {@link responseEncoding} gave); `out` undefined when it could not be. */
+export function compress(encoding: string, body: Uint8Array, done: (out: Buffer | undefined) => void): void {
+  ENCODINGS.get(encoding)!(body, (err, out) => done(err === null ? out : undefined));
+}
+
+const INFLATE: Record<string, (body: Uint8Array, options: zlib.ZlibOptions, done: (err: Error | null, out: Buffer) => void) => void> = {
+  gzip: zlib.gunzip,
+  "x-gzip": zlib.gunzip,
+  deflate: zlib.inflate,
+};
+
+/**
+ * A request body as sent (`encoding`: its `Content-Encoding`), inflated within `limit` bytes:
+ * inflating stops as soon as it passes the limit (413), so a small body that inflates to
+ * gigabytes costs no more than the limit. The inflated bytes are held against the budget too
+ * (429 when they do not fit). An encoding other than gzip, deflate or identity is a 415.
+ */
+export function decodeBody(encoding: string | undefined, body: Body, limit: number, hold: Hold, done: (body: Body | undefined, error?: ShoalError) => void): void {
+  const name = encoding?.trim().toLowerCase();
+  if (name === undefined || name === "" || name === "identity") {
+    done(body);
+    return;
+  }
+  const inflate = INFLATE[name];
+  if (inflate === undefined) {
+    done(undefined, new ShoalError("UNSUPPORTED_ENCODING", `Content-Encoding '${name.slice(0, 40)}'; use gzip or deflate`));
+    return;
+  }
+  inflate(body.bytes, { maxOutputLength: limit }, (err, out) => {
+    if (err !== null) {
+      const over = (err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE";
+      done(undefined, over ? new ShoalError("BODY_TOO_LARGE", `the limit is ${limit} bytes, once inflated`) : new ShoalError("BAD_REQUEST", `the body is not valid ${name}: ${err.message}`));
+      return;
+    }
+    if (!hold.take(Math.max(0, out.byteLength - body.bytes.byteLength))) {
+      done(undefined, new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later"));
+      return;
+    }
+    // An ArrayBuffer of its own, to move to the worker: zlib's output may share a pooled one.
+    const own = out.byteOffset === 0 && out.buffer.byteLength === out.byteLength ? new Uint8Array(out.buffer, 0, out.byteLength) : new Uint8Array(out);
+    done({ bytes: own, transfer: own.byteLength > 0 ? [own.buffer as ArrayBuffer] : undefined });
+  });
+}

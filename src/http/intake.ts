@@ -1,0 +1,40 @@
+import type { HttpRequest, HttpResponse } from "./http-message.js";
+import type { AccessPolicy } from "../serving/access-policy.js";
+import type { ShoalError } from "../errors.js";
+import type { Protocol } from "../metrics/registry.js";
+import type { Step, Task } from "../scheduling/task.js";
+import type { Hold } from "../serving/byte-budget.js";
+import type { Dialect } from "./dialect.js";
+
+/** A handler the front gives every request under its prefix (the V2 protocol under `/v2`). */
+export interface Delegate {
+  /** Paths equal to it or under it (`/v2`, `/v2/...`) are its own. */
+  readonly prefix: string;
+  /** `arrival`: the request's first byte, on the performance.now() clock. */
+  handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void;
+}
+
+/** What the front lends a delegate when it is made: the one way a request is accepted, and the guards around handlers. */
+export interface Intake {
+  /** Who may load and unload models, and which origins get CORS headers. */
+  readonly access: AccessPolicy;
+  readonly draining: boolean;
+  /**
+   * Takes a POST whose task goes through `steps`, answered and counted under `path`: the same
+   * body limits, deadline and answers as a route's; `dialect` reads its body and shapes its
+   * answers for an API of its own.
+   */
+  accept(path: string, steps: readonly Step[], req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, dialect?: Dialect): void;
+  /** Answers 500 for an exception that escaped a handler, and logs it. */
+  unexpected(err: unknown, res: HttpResponse, requestId: string): void;
+  /** Runs a callback of a request's under {@link Intake.unexpected}. */
+  guard(res: HttpResponse, requestId: string, fn: () => void): void;
+  /** An empty share of the budget of request body bytes, for a body read by another front (gRPC). */
+  hold(): Hold;
+  /** Counts the task of a request taken by another front as in flight and queues it; the error is why it was refused. */
+  admit(task: Task): ShoalError | undefined;
+  /** Counts an answer to a request of `path`. */
+  answered(path: string, status: number, arrival: number, protocol?: Protocol): void;
+  /** The task of an accepted request has settled. */
+  released(task: Task): void;
+}

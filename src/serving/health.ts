@@ -1,0 +1,67 @@
+import type { PoolGauges } from "../metrics/registry.js";
+import type { ModelPool } from "../models/model-pool.js";
+import type { Stage } from "../scheduling/stage.js";
+import type { RestartLimit } from "../workers/restart-policy.js";
+import type { Health } from "../http/builtin.js";
+
+/** What health needs of a pool of workers. */
+interface Workers {
+  readonly live: number;
+  backingOff(): { workerId: number; inMs: number }[];
+}
+
+/** A pool with its names: `label` in reasons, `gauge` in the metrics' `stage` label. */
+interface NamedPool {
+  label: string;
+  gauge: string;
+  workers: Workers;
+}
+
+/**
+ * The server's health, from its stages, its shared pool and its restarts: what `/readyz` and
+ * `/healthz` answer, and the back-off gauge.
+ */
+export class ServerHealth implements Health {
+  readonly #stages: () => readonly Stage[];
+  readonly #models: () => ModelPool | undefined;
+  readonly #restarts: RestartLimit;
+
+  constructor(stages: () => readonly Stage[], models: () => ModelPool | undefined, restarts: RestartLimit) {
+    this.#stages = stages;
+    this.#models = models;
+    this.#restarts = restarts;
+  }
+
+  notReady(): string | undefined {
+    const down = this.#pools().filter((p) => p.workers.live === 0);
+    if (down.length > 0) return `no live worker in ${down.map((p) => withBackoff(p)).join(", ")}`;
+    return this.#models()?.notReady();
+  }
+
+  degraded(): string | undefined {
+    const waiting = this.#pools().flatMap((p) => p.workers.backingOff().map(({ workerId, inMs }) => `${p.label} worker ${workerId} restarting in ${inMs} ms`));
+    return waiting.length > 0 ? waiting.join(", ") : undefined;
+  }
+
+  unhealthy(): string | undefined {
+    return this.#restarts.exceeded;
+  }
+
+  /** Each pool's slots in back-off, for the metrics. */
+  gauges(): PoolGauges[] {
+    return this.#pools().map((p) => ({ name: p.gauge, backingOff: p.workers.backingOff().length }));
+  }
+
+  #pools(): NamedPool[] {
+    const pools: NamedPool[] = this.#stages().map((s) => ({ label: s.name, gauge: s.name, workers: s.pool }));
+    const models = this.#models();
+    if (models !== undefined) pools.push({ label: "the shared model pool", gauge: "models", workers: models.pool });
+    return pools;
+  }
+}
+
+// "Stage_1", or "Stage_1 (worker 1 restarting in 800 ms)" while its slots back off.
+function withBackoff({ label, workers }: NamedPool): string {
+  const waiting = workers.backingOff().map(({ workerId, inMs }) => `worker ${workerId} restarting in ${inMs} ms`);
+  return waiting.length > 0 ? `${label} (${waiting.join(", ")})` : label;
+}
