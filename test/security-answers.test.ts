@@ -187,7 +187,7 @@ describe("one writer per answer", () => {
 
 describe("the Bun front's response adapter writes its head once", () => {
   function bunResponse(): BunResponse {
-    const req = Object.assign(new EventEmitter(), { gone: false, headers: {}, unread: () => {}, socket: { destroy: () => {} } }) as unknown as BunRequest;
+    const req = Object.assign(new EventEmitter(), { gone: false, headers: {}, unread: () => {}, answered: () => {}, socket: { destroy: () => {} } }) as unknown as BunRequest;
     return new BunResponse(req, { delete: () => {} } as unknown as Watch);
   }
 
@@ -347,10 +347,11 @@ describe("the generate, stream and OpenAI routes under a client's bodies", () =>
       latencies.push(performance.now() - start);
       await sleep(10);
     }
-    // Each body parsed on the HTTP thread would hold it for hundreds of ms, one after the other;
-    // the bound leaves room for a machine busy with other work.
-    const slowest = Math.max(...latencies);
-    assert.ok(latencies.length >= 3 && slowest < 500, `/healthz took up to ${slowest.toFixed(0)} ms (${latencies.length} probes: ${latencies.map((l) => l.toFixed(0)).join(" ")})`);
+    // Each body parsed on the HTTP thread would hold it for a hundred ms or more, one after the
+    // other, so that most probes would wait that long. The median leaves room for a machine busy
+    // with other work, whose pauses (and the client's own sending) delay a few probes.
+    const median = [...latencies].sort((a, b) => a - b)[Math.floor(latencies.length / 2)]!;
+    assert.ok(latencies.length >= 3 && median < 50, `/healthz took ${median.toFixed(0)} ms at the median (${latencies.length} probes: ${latencies.map((l) => l.toFixed(0)).join(" ")})`);
     const replies = await work;
     assert.deepEqual(
       replies.map((r) => r.status),
