@@ -5,6 +5,9 @@ import { OpenAIHandler } from "../apis/openai/openai.js";
 import type { Route } from "../serving/route.js";
 import { RouteModel, type RouteModelOptions } from "../serving/route-model.js";
 import { V2Handler } from "../apis/v2/v2-rest.js";
+import type { AccessPolicy } from "../serving/access-policy.js";
+import type { Admission } from "../serving/admission.js";
+import { V2DataPlane } from "../serving/data-plane.js";
 
 /** What a server serves beside its stage routes, as its code declared it. */
 export interface ApiSources {
@@ -18,22 +21,30 @@ export interface ApiSources {
   openAIMaxBytes: number;
 }
 
+/** What the V2 data plane and the handlers are made with, from the serving core. */
+export interface ApiCore {
+  admission: Admission;
+  access: AccessPolicy;
+  /** Why the server is not ready ("shutting down" included), or undefined. */
+  notReady: () => string | undefined;
+}
+
 /**
  * The handlers of the APIs on top of the routes and models: the V2 protocol under `/v2` (models
- * and routes served as models) and the OpenAI API under `/v1`, each when it has something to
- * serve. `v2()` gives the V2 handler once the front has made it, for the gRPC front. Throws when
- * a declaration names a route no stage serves.
+ * and routes served as models) on its data plane, which the gRPC door serves too, and the OpenAI
+ * API under `/v1`, each when it has something to serve. Throws when a declaration names a route
+ * no stage serves.
  */
-export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSources, notReady: () => string | undefined): { delegates: ((intake: Intake) => Delegate)[]; v2(): V2Handler | undefined } {
+export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSources, core: ApiCore): { delegates: ((intake: Intake) => Delegate)[]; plane: V2DataPlane | undefined } {
   const delegates: ((intake: Intake) => Delegate)[] = [];
   const routeModels = new Map<string, RouteModel>();
   for (const { route, options } of sources.routeModels) {
     const served = routes.get(route);
     if (served === undefined) throw new Error(`exposeRoute(${JSON.stringify(route)}): no stage serves that route`);
-    routeModels.set(options.name, new RouteModel(options, served, notReady));
+    routeModels.set(options.name, new RouteModel(options, served, core.notReady));
   }
-  let handler: V2Handler | undefined;
-  if (sources.catalog !== undefined || routeModels.size > 0) delegates.push((intake) => (handler = new V2Handler(sources.catalog, routeModels, notReady, intake)));
+  const plane = sources.catalog !== undefined || routeModels.size > 0 ? new V2DataPlane(sources.catalog, routeModels, core.notReady, core.access, core.admission) : undefined;
+  if (plane !== undefined) delegates.push((intake) => new V2Handler(plane, intake));
   if (sources.openAI.size > 0) {
     const served = new Map<string, readonly Stage[]>();
     for (const [model, path] of sources.openAI) {
@@ -43,5 +54,5 @@ export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSou
     }
     delegates.push((intake) => new OpenAIHandler(served, intake, sources.openAIMaxBytes));
   }
-  return { delegates, v2: () => handler };
+  return { delegates, plane };
 }

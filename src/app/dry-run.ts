@@ -1,6 +1,12 @@
-import { ShoalError } from "../errors.js";
+import type { ServerConfig } from "../config.js";
+import type { ShoalError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { Metrics } from "../metrics/registry.js";
+import { Catalog, type ModelSources } from "../models/catalog.js";
 import { Task } from "../scheduling/task.js";
 import type { Route } from "../serving/route.js";
+import { RestartLimit } from "../workers/restart-policy.js";
+import { build, sharedPool, type Declared } from "./assembly.js";
 
 /** How one route's example went. */
 interface Outcome {
@@ -45,4 +51,33 @@ export async function dryRun(routes: readonly Route[], timeoutMs: number, print:
     if (outcome.status !== 200) ok = false;
   }
   return ok;
+}
+
+/**
+ * The dry run: one worker per stage, each route's example through its whole pipeline, then every
+ * model loaded once on a pool of one worker (with no memory budget), and no port. True when all
+ * of it worked.
+ */
+export async function dryRunServer(declared: Declared, config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<boolean> {
+  const print = (line: string) => process.stdout.write(`${line}\n`);
+  const metrics = new Metrics(config.namespace, { stages: () => [], pools: () => [], models: () => [], inFlight: () => 0, bytesInFlight: () => 0 });
+  const restarts = new RestartLimit(0, config.restartWindowMs);
+  const { stages, routes } = build(declared, config, logger, metrics, restarts, true);
+  const modelPool = models === undefined ? undefined : sharedPool({ ...config, workers: 1, modelMemoryBytes: 0 }, logger, metrics, restarts);
+  try {
+    await Promise.all(stages.map((s) => s.pool.start()));
+    let ok = await dryRun([...routes.values()], config.timeoutMs, print);
+    if (modelPool !== undefined) {
+      const catalog = new Catalog(models!, modelPool, logger);
+      catalog.register();
+      await modelPool.start();
+      for (const { name, version, state, reason } of catalog.index(false)) {
+        print(`model ${version === undefined ? name : `${name}/${version}`}: ${state === "READY" ? "loaded" : `${state}, ${reason}`}`);
+        if (state !== "READY") ok = false;
+      }
+    }
+    return ok;
+  } finally {
+    await Promise.all([...stages.map((stage) => stage.pool.close()), modelPool?.close()]);
+  }
 }

@@ -1,41 +1,18 @@
-import { realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import type { AddressInfo } from "node:net";
-import { pathToFileURL } from "node:url";
 import { loadConfig, type ServerConfig } from "../config.js";
-import { ShoalError } from "../errors.js";
-import { createLogger, type Logger } from "../logger.js";
-import { Metrics } from "../metrics/registry.js";
-import { Catalog, type ModelSources } from "../models/catalog.js";
-import { ModelPool } from "../models/model-pool.js";
+import { createLogger } from "../logger.js";
+import type { ModelSources } from "../models/catalog.js";
 import { parseSettings, type ModelSettingsInput } from "../models/settings.js";
-import type { Route } from "../serving/route.js";
-import { Stage } from "../scheduling/stage.js";
-import { resolveStageOptions, type Isolation, type ResolvedStageOptions, type StageOptions } from "../stage-options.js";
+import { checkRouteModel, type RouteModelOptions } from "../serving/route-model.js";
+import { resolveStageOptions, type StageOptions } from "../stage-options.js";
 import type { WorkerClass } from "../worker.js";
 import { workerContext } from "../workers/context.js";
-import type { ChannelFactory } from "../workers/channel.js";
-import type { RequestLimits } from "../workers/messages.js";
-import { RestartLimit } from "../workers/restart-policy.js";
-import { processChannel } from "../workers/process-channel.js";
-import { threadChannel } from "../workers/thread-channel.js";
-import { ApiDocs } from "../http/docs.js";
-import { dryRun } from "./dry-run.js";
-import { ServerHealth } from "../serving/health.js";
-import { GrpcFront } from "../grpc/grpc-front.js";
-import { HttpFront } from "../http/http-front.js";
-import { startIdleGc } from "./idle-gc.js";
-import { apiDelegates } from "./apis.js";
-import { checkRouteModel, type RouteModelOptions } from "../serving/route-model.js";
-import { appInfo, openApiDocument } from "../http/openapi.js";
-
-/** How each kind of stage isolation starts and talks to its workers. */
-const CHANNELS: Record<Isolation, ChannelFactory> = { thread: threadChannel, process: processChannel };
+import { startServer, type Declared, type StageSpec } from "./assembly.js";
+import { dryRunServer } from "./dry-run.js";
 
 /** Settings given in code: defaults that CLI flags and `SHOAL_*` variables override. */
 export type ServerOptions = Partial<ServerConfig>;
-
-interface StageSpec { cls: WorkerClass; name: string; options: ResolvedStageOptions }
 
 /**
  * Serves Workers over HTTP. Append stages with {@link Server.appendWorker}, add models served
@@ -172,8 +149,8 @@ export class Server {
     try {
       const models = this.#modelSources(config);
       if (this.#specs.length === 0 && models === undefined) throw new Error("no stages: call appendWorker() or addModel() before run(), or give --model-repository");
-      if (config.dryRun) process.exit((await this.#dryRun(config, logger, models)) ? 0 : 1);
-      return await this.#start(config, logger, models);
+      if (config.dryRun) process.exit((await dryRunServer(this.#declared(), config, logger, models)) ? 0 : 1);
+      return await startServer(this.#declared(), config, logger, models);
     } catch (err) {
       logger.fatal((err as Error).message);
       process.stderr.write(`shoal: ${(err as Error).message}\n`);
@@ -181,21 +158,8 @@ export class Server {
     }
   }
 
-  // The stages and the routes' pipelines. `oneWorker` starts a single worker per stage.
-  #build(config: ServerConfig, logger: Logger, metrics: Metrics, restarts: RestartLimit, oneWorker = false): { stages: Stage[]; routes: Map<string, Route> } {
-    const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, streamTimeoutMs: config.streamTimeoutMs, limits: requestLimits(config), logger, metrics, restarts };
-    const stages = this.#specs.map((spec, index) => {
-      const options = oneWorker ? { ...spec.options, num: 1, env: spec.options.env?.slice(0, 1) } : spec.options;
-      return new Stage(spec.name, index, spec.cls.name, options, { ...context, channel: CHANNELS[options.isolation] });
-    });
-    const routes = new Map<string, Route>();
-    for (const stage of stages) {
-      for (const path of stage.options.routes) {
-        const route = routes.get(path) ?? { path, stages: [] };
-        routes.set(path, { path, stages: [...route.stages, stage] });
-      }
-    }
-    return { stages, routes };
+  #declared(): Declared {
+    return { specs: this.#specs, routeModels: this.#routeModels, openAI: this.#openAI };
   }
 
   // Every source of models, or undefined when there is none.
@@ -203,146 +167,8 @@ export class Server {
     const repositories = config.modelRepository === undefined ? this.#models.repositories : [...this.#models.repositories, resolve(config.modelRepository)];
     return repositories.length === 0 && this.#models.models.length === 0 ? undefined : { repositories, models: this.#models.models, modelName: config.modelName };
   }
-
-  async #start(config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<AddressInfo> {
-    let front: HttpFront | undefined;
-    startIdleGc(config.idleGcMs, logger);
-    const restarts = new RestartLimit(config.maxRestarts, config.restartWindowMs);
-    const health = new ServerHealth(() => stages, () => modelPool, restarts);
-    const metrics: Metrics = new Metrics(config.namespace, {
-      stages: (): readonly Stage[] => stages,
-      pools: () => health.gauges(),
-      models: () => modelPool?.versions().map((m) => ({ name: m.label, queued: m.queued, liveWorkers: m.liveWorkers })) ?? [],
-      inFlight: () => front?.inFlight ?? 0,
-      bytesInFlight: () => front?.bytesInFlight ?? 0,
-    });
-    const { stages, routes } = this.#build(config, logger, metrics, restarts);
-    const modelPool = models === undefined ? undefined : this.#modelPool(config, logger, metrics, restarts);
-    const docs = new ApiDocs();
-    const catalog = modelPool === undefined ? undefined : new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
-    catalog?.register();
-    const apis = apiDelegates(routes, { catalog, routeModels: this.#routeModels, openAI: this.#openAI, openAIMaxBytes: config.maxOpenAISize }, () => health.notReady());
-    front = new HttpFront(routes, config, health, metrics, docs, logger, apis.delegates);
-    const address = await front.listen();
-    // The V2 protocol over gRPC too, for the same models, when there are models and a port for it.
-    const v2 = apis.v2();
-    const grpc = v2 !== undefined && config.grpcPort > 0 ? new GrpcFront(v2, config, logger) : undefined;
-    if (grpc !== undefined) {
-      try {
-        const port = await grpc.listen();
-        logger.info({ address: config.address, grpcPort: port }, `gRPC listening on ${config.address}:${port}`);
-      } catch (err) {
-        grpc.close();
-        await front.close();
-        throw err;
-      }
-    }
-    logger.info(
-      {
-        address: address.address,
-        port: address.port,
-        http: front.server,
-        routes: Object.fromEntries([...routes.values()].map((r) => [r.path, r.stages.map((s) => s.name)])),
-        stages: stages.map((s) => ({ name: s.name, num: s.options.num, maxBatchSize: s.options.maxBatchSize, maxWaitMs: s.options.maxWaitMs })),
-      },
-      `listening on http://${address.address}:${address.port}`,
-    );
-    const pools = [...stages.map((s) => s.pool), ...(modelPool === undefined ? [] : [modelPool])];
-    this.#handleSignals(front, grpc, pools, config, logger);
-    try {
-      await Promise.all([...stages.map((s) => s.pool.start()), modelPool?.start()]);
-    } catch (err) {
-      // Giving up: what was accepted meanwhile is answered before the process exits.
-      front.abandon(new ShoalError("NOT_READY", "the server could not start"));
-      await Promise.all(pools.map((pool) => pool.close()));
-      grpc?.close();
-      await front.close();
-      throw err;
-    }
-    // Every stage has reported its content-type and schemas by now.
-    docs.publish(openApiDocument([...routes.values()], appInfo(mainModuleUrl()), metrics.contentType));
-    grpc?.refresh();
-    logger.info("ready");
-    return address;
-  }
-
-  // One worker per stage, each route's example through its whole pipeline, then every model
-  // loaded once on a pool of one worker (with no memory budget), and no HTTP port.
-  async #dryRun(config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<boolean> {
-    const print = (line: string) => process.stdout.write(`${line}\n`);
-    const metrics = new Metrics(config.namespace, { stages: () => [], pools: () => [], models: () => [], inFlight: () => 0, bytesInFlight: () => 0 });
-    const restarts = new RestartLimit(0, config.restartWindowMs);
-    const { stages, routes } = this.#build(config, logger, metrics, restarts, true);
-    const modelPool = models === undefined ? undefined : this.#modelPool({ ...config, workers: 1, modelMemoryBytes: 0 }, logger, metrics, restarts);
-    try {
-      await Promise.all(stages.map((s) => s.pool.start()));
-      let ok = await dryRun([...routes.values()], config.timeoutMs, print);
-      if (modelPool !== undefined) {
-        const catalog = new Catalog(models!, modelPool, logger);
-        catalog.register();
-        await modelPool.start();
-        for (const { name, version, state, reason } of catalog.index(false)) {
-          print(`model ${version === undefined ? name : `${name}/${version}`}: ${state === "READY" ? "loaded" : `${state}, ${reason}`}`);
-          if (state !== "READY") ok = false;
-        }
-      }
-      return ok;
-    } finally {
-      await Promise.all([...stages.map((stage) => stage.pool.close()), modelPool?.close()]);
-    }
-  }
-
-  // The shared pool of workers that hosts the models.
-  #modelPool(config: ServerConfig, logger: Logger, metrics: Metrics, restarts: RestartLimit): ModelPool {
-    return new ModelPool({
-      workers: config.workers,
-      channel: CHANNELS[config.modelIsolation],
-      limits: requestLimits(config),
-      capacity: config.capacity,
-      timeoutMs: config.timeoutMs,
-      memoryBytes: config.modelMemoryBytes === 0 ? Infinity : config.modelMemoryBytes,
-      logger,
-      metrics,
-      restarts,
-    });
-  }
-
-  #handleSignals(front: HttpFront, grpc: GrpcFront | undefined, pools: { close(): Promise<void> }[], config: ServerConfig, logger: Logger): void {
-    let stopping = false;
-    const stop = async (signal: NodeJS.Signals) => {
-      if (stopping) {
-        logger.warn({ signal }, "second signal: exiting now");
-        process.exit(1);
-      }
-      stopping = true;
-      logger.info({ signal, inFlight: front.inFlight }, "draining");
-      const drained = front.drain(config.timeoutMs);
-      grpc?.drain();
-      await drained;
-      await Promise.all(pools.map((pool) => pool.close()));
-      grpc?.close();
-      await front.close();
-      // The counts of collapsed error lines still pending.
-      logger.flush();
-      logger.info("stopped");
-      process.exit(0);
-    };
-    process.on("SIGTERM", stop);
-    process.on("SIGINT", stop);
-  }
-}
-
-function requestLimits(config: ServerConfig): RequestLimits {
-  return { maxTensorElements: config.maxTensorElements, maxBytesElements: config.maxBytesElements };
 }
 
 function isArgv(value: readonly string[] | ServerConfig): value is readonly string[] {
   return Array.isArray(value);
-}
-
-// The module the workers import to find their classes: the script Node was started with.
-function mainModuleUrl(): string {
-  const main = process.argv[1];
-  if (main === undefined) throw new Error("cannot tell which module to load in the workers: start the server from a script file");
-  return pathToFileURL(realpathSync(main)).href;
 }

@@ -1,7 +1,8 @@
 /**
  * The V2 gRPC service (`inference.GRPCInferenceService`) on `--grpc-port`, with gRPC health
  * checking and server reflection. It serves the models of the same catalog and shared pool as
- * the REST API under `/v2`, and its inference requests go through the HTTP front's intake.
+ * the REST API under `/v2`, through the same V2 data plane, and its inference requests are
+ * admitted by the serving core as REST's are.
  */
 import type { Http2Server, ServerHttp2Session } from "node:http2";
 import type { Socket } from "node:net";
@@ -20,8 +21,9 @@ import { modelConfig } from "./model-config.js";
 import { tolerant, Undecodable } from "./decode.js";
 import { GrpcInference } from "./inference.js";
 import { grpcError } from "./status.js";
+import type { ServingCore } from "../serving/core.js";
+import { SERVER_METADATA } from "../serving/data-plane.js";
 import { RouteModel } from "../serving/route-model.js";
-import { SERVER_METADATA, type V2Handler } from "../apis/v2/v2-rest.js";
 
 /** The folder of the `.proto` files, shipped in the package. */
 export const PROTO_DIR = fileURLToPath(new URL("../../proto/", import.meta.url));
@@ -50,7 +52,7 @@ export class GrpcFront {
   #status: ServingStatus = "NOT_SERVING";
 
   constructor(
-    readonly v2: V2Handler,
+    readonly core: ServingCore,
     readonly config: ServerConfig,
     logger: Logger,
   ) {
@@ -58,33 +60,23 @@ export class GrpcFront {
     const definition = loadProtos();
     this.#answers = new GrpcAnswers(config.grpcCompression, SERVICE, logger);
     this.#server = new GrpcServer({ "grpc.max_receive_message_length": config.maxRequestSize, interceptors: [this.#answers.interceptor] });
-    const inference = new GrpcInference(v2, config.timeoutMs);
-    const find = (name: string, version: string) => v2.find(name, version === "" ? undefined : version);
-    const repository = (name: string) => {
-      if (v2.catalog === undefined) throw new ShoalError("NOT_FOUND", `model '${name}'`);
-      return v2.catalog;
-    };
+    const { plane } = core;
+    const inference = new GrpcInference(core, config.timeoutMs);
     const unary: Record<string, Unary> = {
       ServerLive: () => ({ live: true }),
-      ServerReady: () => ({ ready: this.#notReady() === undefined }),
-      ModelReady: ({ request }) => {
-        const target = find(request.name, request.version);
-        return { ready: target instanceof RouteModel ? target.notReady() === undefined : target.ready };
-      },
+      ServerReady: () => ({ ready: plane.notReady() === undefined }),
+      ModelReady: ({ request }) => ({ ready: plane.modelNotReady(plane.find(request.name, request.version)) === undefined }),
       ServerMetadata: () => SERVER_METADATA,
-      ModelMetadata: ({ request }) => v2.metadataOf(find(request.name, request.version)),
+      ModelMetadata: ({ request }) => plane.metadataOf(plane.find(request.name, request.version)),
       ModelConfig: ({ request }) => {
-        const target = find(request.name, request.version);
+        const target = plane.find(request.name, request.version);
         // A model that has not loaded yet still has its configuration, without tensors.
-        return { config: modelConfig(target, target instanceof RouteModel || target.metadata !== undefined ? v2.metadataOf(target) : undefined) };
+        return { config: modelConfig(target, target instanceof RouteModel || target.metadata !== undefined ? plane.metadataOf(target) : undefined) };
       },
-      ModelStatistics: ({ request }) => {
-        const models = request.name === "" ? (v2.catalog?.pool.versions() ?? []) : [find(request.name, request.version)];
-        return { model_stats: models.flatMap((m) => (m instanceof RouteModel ? [] : [m.stats.report(m.spec.name, m.spec.version)])) };
-      },
-      RepositoryIndex: ({ request }) => ({ models: (v2.catalog?.index(request.ready === true) ?? []).map((e) => ({ ...e, version: e.version ?? "" })) }),
-      RepositoryModelLoad: (call) => this.#control(call, (name) => repository(name).load(name)),
-      RepositoryModelUnload: (call) => this.#control(call, (name) => repository(name).unload(name)),
+      ModelStatistics: ({ request }) => ({ model_stats: plane.statistics(request.name === "" ? undefined : plane.find(request.name, request.version)) }),
+      RepositoryIndex: ({ request }) => ({ models: plane.index(request.ready === true).map((e) => ({ ...e, version: e.version ?? "" })) }),
+      RepositoryModelLoad: (call) => this.#control(call, "load"),
+      RepositoryModelUnload: (call) => this.#control(call, "unload"),
     };
     const handlers: UntypedServiceImplementation = {
       ModelInfer: (call: ServerUnaryCall<any, any>, callback: sendUnaryData<any>) => this.#guard(callback, () => inference.unary(call, callback)),
@@ -121,7 +113,7 @@ export class GrpcFront {
           for (const listener of http2Listeners(this.#server)) {
             // A request's gRPC frame: its message and 5 bytes of length prefix.
             widenWindows(listener, this.config.maxRequestSize + PREFIX);
-            holdArrivingMessages(listener, (path) => this.#streaming.has(path), () => this.v2.front.hold(), () => this.v2.front.answered("/v2/models/infer", 429, performance.now(), "grpc"));
+            holdArrivingMessages(listener, (path) => this.#streaming.has(path), () => this.core.admission.hold(), () => this.core.metrics.answered("/v2/models/infer", 429, 0, "grpc"));
             this.#answers.watch(listener);
             // As on the REST port: net.Server closes connections past it as soon as they are accepted.
             if (this.config.maxConnections > 0) listener.maxConnections = this.config.maxConnections;
@@ -135,7 +127,7 @@ export class GrpcFront {
     });
   }
 
-  /** Draining: health checks say NOT_SERVING; inference calls are refused UNAVAILABLE by the intake. */
+  /** Draining: health checks say NOT_SERVING; inference calls are refused UNAVAILABLE by the admission. */
   drain(): void {
     this.refresh();
   }
@@ -146,13 +138,9 @@ export class GrpcFront {
     this.#server.forceShutdown();
   }
 
-  #notReady(): string | undefined {
-    return this.v2.front.draining ? "shutting down" : this.v2.notReady();
-  }
-
   /** Health checking follows readiness (looked at every second, and when told); watchers hear of changes only. */
   refresh(): void {
-    const status: ServingStatus = this.#notReady() === undefined ? "SERVING" : "NOT_SERVING";
+    const status: ServingStatus = this.core.plane.notReady() === undefined ? "SERVING" : "NOT_SERVING";
     if (status === this.#status) return;
     this.#status = status;
     this.#health.setStatus("", status);
@@ -160,13 +148,12 @@ export class GrpcFront {
   }
 
   // Load and unload: the REST API's rules, the token as `authorization` metadata.
-  #control(call: ServerUnaryCall<{ model_name: string }, unknown>, operation: (name: string) => Promise<void>): Promise<object> {
-    if (this.v2.front.draining) throw new ShoalError("SHUTTING_DOWN", "the server is shutting down");
+  #control(call: ServerUnaryCall<{ model_name: string }, unknown>, action: "load" | "unload"): Promise<object> {
     const token = call.metadata.get("authorization")[0];
-    const refused = this.v2.front.access.control(undefined, typeof token === "string" ? token : undefined);
+    const refused = this.core.plane.mayControl(undefined, typeof token === "string" ? token : undefined);
     if (refused !== undefined) throw refused.error;
     // Health checking hears of the change at once, not at the next look.
-    return operation(call.request.model_name).then(() => {
+    return this.core.plane.control(action, call.request.model_name).then(() => {
       this.refresh();
       return {};
     });

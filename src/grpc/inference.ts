@@ -1,31 +1,31 @@
 /**
  * gRPC inference: ModelInfer and ModelStreamInfer. Each request becomes a task with the model
- * version as its one step, taken through the HTTP front's intake as a REST request is (the same
- * budget of body bytes, in-flight count, drain, queues and batches), with the sooner of the
- * server's deadline and the call's.
+ * version as its one step, admitted by the serving core as a REST request is (the same budget of
+ * request bytes, in-flight count, drain, queues and batches), with the sooner of the server's
+ * deadline and the call's.
  */
 import type { Metadata, ServerDuplexStream, ServerUnaryCall, sendUnaryData } from "@grpc/grpc-js";
 import { ShoalError } from "../errors.js";
-import { Task, type Reply } from "../scheduling/task.js";
+import type { Task } from "../scheduling/task.js";
+import type { Entrant } from "../serving/admission.js";
 import type { Hold } from "../serving/byte-budget.js";
+import type { ServingCore } from "../serving/core.js";
 import { Undecodable } from "./decode.js";
 import { grpcError } from "./status.js";
 import { HEADER_LENGTH } from "../v2/binary.js";
 import { requestBody, responseMessage, type InferRequestMessage, type InferResponseMessage } from "./tensors.js";
 import { requestIdOf } from "../serving/request-id.js";
-import type { Intake } from "../http/intake.js";
-import type { V2Handler } from "../apis/v2/v2-rest.js";
 
 /** Where one request's outcome goes: a unary call's callback, or a stream's next message. */
 type Deliver = (error: ShoalError | undefined, response?: InferResponseMessage) => void;
 
-/** The answer side of one gRPC inference request: the task's {@link Reply}. */
-class GrpcAnswer implements Reply {
+/** The answer side of one gRPC inference request: the task's reply. */
+class GrpcAnswer implements Entrant {
   timer: NodeJS.Timeout | undefined;
   task!: Task;
 
   constructor(
-    readonly intake: Intake,
+    readonly core: ServingCore,
     readonly path: string,
     readonly arrival: number,
     readonly hold: Hold,
@@ -41,12 +41,12 @@ class GrpcAnswer implements Reply {
       return;
     }
     this.deliver(undefined, response);
-    this.intake.answered(this.path, 200, this.arrival, "grpc");
+    this.core.metrics.answered(this.path, 200, performance.now() - this.arrival, "grpc");
   }
 
   fail(error: ShoalError): void {
     this.deliver(error);
-    this.intake.answered(this.path, error.status, this.arrival, "grpc");
+    this.core.metrics.answered(this.path, error.status, performance.now() - this.arrival, "grpc");
   }
 
   // A gRPC request never asks for a stream: a streaming model's chunks come to it gathered.
@@ -56,14 +56,14 @@ class GrpcAnswer implements Reply {
   release(): void {
     clearTimeout(this.timer);
     this.hold.release();
-    this.intake.released(this.task);
+    this.core.admission.released(this.task);
   }
 }
 
 /** The inference calls of the V2 gRPC service. */
 export class GrpcInference {
   constructor(
-    readonly v2: V2Handler,
+    readonly core: ServingCore,
     /** Each request's deadline from its arrival, in ms (`--timeout`). */
     readonly timeoutMs: number,
   ) {}
@@ -125,27 +125,25 @@ export class GrpcInference {
     const arrival = performance.now();
     let path = "/v2/models/infer";
     try {
-      if (this.v2.front.draining) throw new ShoalError("SHUTTING_DOWN", "the server is shutting down");
-      const target = this.v2.find(request.model_name, request.model_version === "" ? undefined : request.model_version);
-      path = this.v2.inferPath(target);
+      const { admission, plane } = this.core;
+      admission.arrived(arrival);
+      const refusal = admission.refusal(arrival);
+      if (refusal !== undefined) throw refusal;
+      const target = plane.find(request.model_name, request.model_version);
+      path = plane.inferPath(target);
       const { body, bytes, transfer } = requestBody(request);
-      const hold = this.v2.front.hold();
+      const hold = admission.hold();
       if (!hold.take(bytes)) throw new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
       // The sooner of the server's deadline and the call's, on the performance.now() clock.
       const callMs = callDeadline instanceof Date ? callDeadline.getTime() - Date.now() : callDeadline - Date.now();
       const timeoutMs = Math.min(this.timeoutMs, callMs);
-      const answer = new GrpcAnswer(this.v2.front, path, arrival, hold, deliver);
+      const answer = new GrpcAnswer(this.core, path, arrival, hold, deliver);
       const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) }, deadline: Date.now() + timeoutMs, route: path };
-      const task = new Task(this.v2.stepsOf(target), meta, arrival + timeoutMs, body, transfer, answer);
-      answer.task = task;
-      answer.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${Math.max(0, Math.round(timeoutMs))} ms`)), Math.max(0, timeoutMs));
-      const refused = this.v2.front.admit(task);
-      if (refused !== undefined) task.fail(refused);
-      return task;
+      return admission.enter(plane.stepsOf(target), meta, arrival, timeoutMs, body, transfer, answer);
     } catch (err) {
       if (!(err instanceof ShoalError)) throw err;
       deliver(err);
-      this.v2.front.answered(path, err.status, arrival, "grpc");
+      this.core.metrics.answered(path, err.status, performance.now() - arrival, "grpc");
       return undefined;
     }
   }

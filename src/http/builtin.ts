@@ -60,7 +60,7 @@ export function serveBuiltin(path: string, req: HttpRequest, res: HttpResponse, 
     sendJson(res, requestId, unhealthy === undefined ? 200 : 503, unhealthy === undefined ? { live: true } : { live: false, reason: unhealthy });
     return;
   }
-  const reason = front.draining ? "shutting down" : front.health.notReady();
+  const reason = front.health.notReady();
   if (path === "/") {
     if (front.draining) sendError(res, requestId, new ShoalError("SHUTTING_DOWN", "the server is shutting down"));
     else sendJson(res, requestId, 200, { status: "serving" });

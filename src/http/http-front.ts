@@ -2,10 +2,10 @@ import type { AddressInfo } from "node:net";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { Metrics, Protocol } from "../metrics/registry.js";
-import { Task, type Step } from "../scheduling/task.js";
+import type { Metrics } from "../metrics/registry.js";
+import type { Step, Task } from "../scheduling/task.js";
 import type { RequestMeta } from "../worker.js";
-import { AccessPolicy } from "../serving/access-policy.js";
+import type { AccessPolicy } from "../serving/access-policy.js";
 import { AccessLog } from "./access-log.js";
 import { streamPolicy } from "../stage-options.js";
 import { Exchange, sendError, sendFailure, type Answered } from "./reply.js";
@@ -13,22 +13,15 @@ import type { Dialect, DialectRequest } from "./dialect.js";
 import type { Delegate, Intake } from "./intake.js";
 import { negotiate } from "./stream-reply.js";
 import { BODY_FAILED, receiveBody, type Body } from "./body.js";
-import { ByteBudget, type Hold } from "../serving/byte-budget.js";
+import type { Admission } from "../serving/admission.js";
+import type { Hold } from "../serving/byte-budget.js";
 import { serveBuiltin, type BuiltinState, type Health } from "./builtin.js";
 import { decodeBody } from "./compression.js";
 import { answerCors } from "./cors.js";
 import type { ApiDocs } from "./docs.js";
 import type { HttpRequest, HttpResponse, OutgoingHttpHeaders } from "./http-message.js";
-import { BunListener, isBun } from "./bun/bun-listener.js";
-import { NodeListener } from "./node/node-listener.js";
 import type { Handle, Listener } from "./listener.js";
 import type { Route } from "../serving/route.js";
-
-/**
- * How long a drain waits with no request arriving before it ends (clients still sending get
- * their 503 first), and how often it looks again for heads still arriving.
- */
-const QUIET_MS = 100;
 
 /** One request being taken, as `accept` passes it on. */
 interface Incoming {
@@ -44,10 +37,30 @@ interface Incoming {
 // A stream asked for by a dialect from a step whose Worker does not stream: its one answer is its one chunk.
 const DEFAULT_STREAM = streamPolicy("", true)!;
 
+/** What the HTTP door is made of. */
+export interface HttpDoorParts {
+  routes: Map<string, Route>;
+  config: ServerConfig;
+  /** The serving core's admission, shared with the other doors. */
+  admission: Admission;
+  access: AccessPolicy;
+  health: Health;
+  metrics: Metrics;
+  docs: ApiDocs;
+  logger: Logger;
+  /** Makes the runtime's HTTP server on the handler it is given. */
+  listener: (handle: Handle) => Listener;
+  /** Make the handlers of path prefixes (the dialects), with what the door lends them. */
+  delegates?: ((intake: Intake) => Delegate)[];
+}
+
+/** A request whose body is still arriving, told that the server gave up: it is answered once its body ends, or cut off. */
+const abandonBody = (req: HttpRequest, error: ShoalError) => req.emit(BODY_FAILED, error);
+
 /**
- * The HTTP front: routing, body limits, deadlines, and the answer to every request. It never
- * runs user code nor decodes bodies: it hands bytes to the route's first stage. Its listener is
- * the runtime's own HTTP server: Bun.serve on Bun, node:http elsewhere.
+ * The HTTP door: the path table, body limits, CORS, and the answer to every request; what it
+ * admits enters the serving core. It never runs user code nor decodes bodies: it hands bytes to
+ * the route's first stage. Its listener is the runtime's own HTTP server, chosen by its maker.
  */
 export class HttpFront implements Intake, Answered, BuiltinState {
   readonly access: AccessPolicy;
@@ -61,110 +74,36 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   readonly #config: ServerConfig;
   readonly #delegates: Delegate[];
   readonly #log: Logger;
-  readonly #budget: ByteBudget;
-  // When each request being handled arrived: its first byte (performance.now()).
-  #inFlight = 0;
-  /** The tasks of requests accepted and not yet answered. */
-  readonly #accepted = new Set<Task>();
-  /** Requests taken whose body is still arriving (or being decoded): in flight too, for a drain. */
-  readonly #receiving = new Set<HttpRequest>();
-  /** Requests arriving from then on (performance.now()) are refused: the drain's start. */
-  #closingAt = Infinity;
-  /** Set when the server gave up: the answer of every request accepted from then on. */
-  #abandoned: ShoalError | undefined;
-  #drained: (() => void) | undefined;
-  /** When the last request arrived (performance.now() clock). */
-  #lastArrival = 0;
+  readonly #admission: Admission;
 
-  /** `delegates` make the handlers of path prefixes, with what the front lends them. */
-  constructor(routes: Map<string, Route>, config: ServerConfig, health: Health, metrics: Metrics, docs: ApiDocs, logger: Logger, delegates: ((intake: Intake) => Delegate)[] = []) {
-    this.#routes = routes;
-    this.access = new AccessPolicy(config);
+  constructor(parts: HttpDoorParts) {
+    const { config, admission, logger } = parts;
+    this.#routes = parts.routes;
+    this.access = parts.access;
     this.#log = logger;
     this.#config = config;
-    this.health = health;
-    this.metrics = metrics;
-    this.docs = docs;
-    this.#delegates = delegates.map((make) => make(this));
-    this.#budget = new ByteBudget(config.maxInflightBytes);
+    this.#admission = admission;
+    this.health = parts.health;
+    this.metrics = parts.metrics;
+    this.docs = parts.docs;
+    this.#delegates = (parts.delegates ?? []).map((make) => make(this));
     this.accessLog = config.accessLog && config.accessLogSample > 0 ? new AccessLog(logger, config.accessLogSample) : undefined;
-    const handle: Handle = (req, res, requestId, arrival) => this.#handle(req, res, requestId, arrival);
-    this.#listener = isBun() ? new BunListener(config, handle) : new NodeListener(config, handle);
+    this.#listener = parts.listener((req, res, requestId, arrival) => this.#handle(req, res, requestId, arrival));
+    admission.watchArrivals(() => this.#listener.arriving);
   }
 
-  /** The runtime's HTTP server the front runs on. */
+  /** The runtime's HTTP server the door runs on. */
   get server(): Listener["name"] {
     return this.#listener.name;
   }
 
-  /** Requests accepted and not yet answered. */
-  get inFlight(): number {
-    return this.#inFlight;
-  }
-
-  /** Request body bytes held now (`--max-inflight-bytes` is the most). */
-  get bytesInFlight(): number {
-    return this.#budget.held;
-  }
-
   get draining(): boolean {
-    return this.#closingAt < Infinity;
+    return this.#admission.draining;
   }
 
   /** Starts listening; rejects with a one-line message when the port cannot be had. */
   listen(): Promise<AddressInfo> {
     return this.#listener.listen();
-  }
-
-  /**
-   * Stops taking requests and resolves once every request that arrived before is answered, from
-   * its first byte (its head or its body still arriving included), and none has arrived for
-   * {@link QUIET_MS}; or after `timeoutMs`, when those still open are answered 503. Meanwhile
-   * new requests get a 503 that ends their connection, rather than a connection refused, or
-   * reset under a client still sending on it.
-   */
-  drain(timeoutMs: number): Promise<void> {
-    this.#closingAt = Math.min(this.#closingAt, performance.now());
-    return new Promise((resolve) => {
-      let quiet: NodeJS.Timeout | undefined;
-      const end = () => {
-        this.#drained = undefined;
-        clearTimeout(deadline);
-        clearTimeout(quiet);
-        resolve();
-      };
-      // What is unanswered then (a stream, a body still arriving) gets a 503 or an error event,
-      // and a stream's generator is aborted, rather than holding its worker and the exit for up
-      // to --stream-timeout.
-      const deadline = setTimeout(() => {
-        this.#drained = undefined;
-        this.abandon(new ShoalError("SHUTTING_DOWN", "the server is shutting down"));
-        end();
-      }, timeoutMs);
-      // Called again as each request settles; a head still arriving is looked for again shortly.
-      const settle = () => {
-        if (this.#inFlight > 0 || this.#receiving.size > 0) return;
-        const wait = this.#listener.arriving > 0 ? QUIET_MS : QUIET_MS - (performance.now() - this.#lastArrival);
-        clearTimeout(quiet);
-        if (wait > 0) quiet = setTimeout(settle, wait);
-        else end();
-      };
-      this.#drained = settle;
-      settle();
-    });
-  }
-
-  /**
-   * The server gives up (its workers cannot start, or a drain's time is up): every accepted
-   * request is answered with `error` now, one whose body is still arriving too, with
-   * `connection: close` (the rest of its body is dropped), and new requests are refused as while
-   * draining.
-   */
-  abandon(error: ShoalError): void {
-    this.#closingAt = Math.min(this.#closingAt, performance.now());
-    this.#abandoned = error;
-    for (const task of this.#accepted) task.fail(error);
-    for (const req of this.#receiving) req.emit(BODY_FAILED, error);
   }
 
   /**
@@ -177,7 +116,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   }
 
   #handle(req: HttpRequest, res: HttpResponse, requestId: string, arrival: number): void {
-    this.#lastArrival = arrival;
+    this.#admission.arrived(arrival);
     try {
       this.#dispatch(req, res, requestId, arrival);
     } catch (err) {
@@ -236,12 +175,14 @@ export class HttpFront implements Intake, Answered, BuiltinState {
       this.#refuse(incoming, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${written}; use POST`), { allow: "POST" });
       return;
     }
-    if (arrival >= this.#closingAt) {
-      this.#refuse(incoming, new ShoalError("SHUTTING_DOWN", "the server is shutting down"), { connection: "close" });
+    const refusal = this.#admission.refusal(arrival);
+    if (refusal !== undefined) {
+      this.#refuse(incoming, refusal, { connection: "close" });
       return;
     }
-    const hold = this.#budget.hold();
-    this.#receiving.add(req);
+    const admission = this.#admission;
+    const hold = admission.hold();
+    admission.uploading(req, abandonBody);
     // A dialect's body parsed on this thread is bounded by what its parse may cost.
     const { maxRequestSize } = this.#config;
     const limit = dialect?.maxBytes === undefined ? maxRequestSize : Math.min(dialect.maxBytes, maxRequestSize);
@@ -255,19 +196,14 @@ export class HttpFront implements Intake, Answered, BuiltinState {
             else if (body.bytes.byteLength === 0) this.#refuse(incoming, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
             else this.#accept(incoming, body, hold);
           });
-          this.#received(req);
+          admission.uploaded(req);
         }),
       refused: (error, close) => {
         this.guard(res, requestId, () => this.#refuse(incoming, error, close ? { connection: "close" } : undefined, hold));
-        this.#received(req);
+        admission.uploaded(req);
       },
-      left: () => this.#received(req),
+      left: () => admission.uploaded(req),
     });
-  }
-
-  // A request's body is in, refused, or its client gone: it is in flight now only if accepted.
-  #received(req: HttpRequest): void {
-    if (this.#receiving.delete(req) && this.#receiving.size === 0 && this.#inFlight === 0) this.#drained?.();
   }
 
   // Answers a route request that was not accepted, counts it, and returns its body's bytes.
@@ -279,18 +215,8 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     if (this.accessLog?.sampled()) this.accessLog.write(res.req, { requestId, status: error.status, durationMs: performance.now() - arrival, bytesIn, bytesOut, route: path, steps });
   }
 
-  answered(path: string, status: number, arrival: number, protocol: Protocol = "http"): void {
-    this.metrics.answered(path, status, performance.now() - arrival, protocol);
-  }
-
-  hold(): Hold {
-    return this.#budget.hold();
-  }
-
-  admit(task: Task): ShoalError | undefined {
-    this.#accepted.add(task);
-    this.#inFlight++;
-    return this.#abandoned ?? task.start();
+  answered(path: string, status: number, arrival: number): void {
+    this.metrics.answered(path, status, performance.now() - arrival, "http");
   }
 
   #accept(incoming: Incoming, body: Body, hold: Hold): void {
@@ -323,22 +249,16 @@ export class HttpFront implements Intake, Answered, BuiltinState {
         ? { requestId, headers: req.headers, deadline, route: path }
         : { requestId, headers: req.headers, deadline, route: path, ...request?.meta, ...(transport === undefined ? undefined : { stream: true }) };
     const exchange = new Exchange(this, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
-    const task = new Task(steps, meta, arrival + timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, exchange);
-    exchange.task = task;
     if (transport !== undefined) {
-      task.streamed = true;
       const streamMs = config.streamTimeoutMs;
       exchange.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
     }
-    exchange.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));
+    const task = this.#admission.enter(steps, meta, arrival, timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, exchange, transport !== undefined);
     res.on("close", () => task.drop());
-    const refused = this.admit(task);
-    if (refused !== undefined) task.fail(refused);
   }
 
   /** The task of an accepted request has settled. */
   released(task: Task): void {
-    this.#accepted.delete(task);
-    if (--this.#inFlight === 0) this.#drained?.();
+    this.#admission.released(task);
   }
 }

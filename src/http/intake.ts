@@ -1,9 +1,6 @@
 import type { HttpRequest, HttpResponse } from "./http-message.js";
 import type { AccessPolicy } from "../serving/access-policy.js";
-import type { ShoalError } from "../errors.js";
-import type { Protocol } from "../metrics/registry.js";
-import type { Step, Task } from "../scheduling/task.js";
-import type { Hold } from "../serving/byte-budget.js";
+import type { Step } from "../scheduling/task.js";
 import type { Dialect } from "./dialect.js";
 
 /** A handler the front gives every request under its prefix (the V2 protocol under `/v2`). */
@@ -14,7 +11,7 @@ export interface Delegate {
   handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void;
 }
 
-/** What the front lends a delegate when it is made: the one way a request is accepted, and the guards around handlers. */
+/** What the HTTP door lends a dialect's handler when it is made: the one way a request is accepted, and the guards around handlers. */
 export interface Intake {
   /** Who may load and unload models, and which origins get CORS headers. */
   readonly access: AccessPolicy;
@@ -29,12 +26,4 @@ export interface Intake {
   unexpected(err: unknown, res: HttpResponse, requestId: string): void;
   /** Runs a callback of a request's under {@link Intake.unexpected}. */
   guard(res: HttpResponse, requestId: string, fn: () => void): void;
-  /** An empty share of the budget of request body bytes, for a body read by another front (gRPC). */
-  hold(): Hold;
-  /** Counts the task of a request taken by another front as in flight and queues it; the error is why it was refused. */
-  admit(task: Task): ShoalError | undefined;
-  /** Counts an answer to a request of `path`. */
-  answered(path: string, status: number, arrival: number, protocol?: Protocol): void;
-  /** The task of an accepted request has settled. */
-  released(task: Task): void;
 }

@@ -18,21 +18,25 @@ interface NamedPool {
 }
 
 /**
- * The server's health, from its stages, its shared pool and its restarts: what `/readyz` and
- * `/healthz` answer, and the back-off gauge.
+ * The server's health, from its stages, its shared pool, its restarts and whether it is shutting
+ * down: what `/readyz`, `/healthz`, `/v2/health/ready` and gRPC's readiness and health checks
+ * answer (computed here once for every door), and the back-off gauge.
  */
 export class ServerHealth implements Health {
   readonly #stages: () => readonly Stage[];
   readonly #models: () => ModelPool | undefined;
   readonly #restarts: RestartLimit;
+  readonly #draining: () => boolean;
 
-  constructor(stages: () => readonly Stage[], models: () => ModelPool | undefined, restarts: RestartLimit) {
+  constructor(stages: () => readonly Stage[], models: () => ModelPool | undefined, restarts: RestartLimit, draining: () => boolean) {
     this.#stages = stages;
     this.#models = models;
     this.#restarts = restarts;
+    this.#draining = draining;
   }
 
   notReady(): string | undefined {
+    if (this.#draining()) return "shutting down";
     const down = this.#pools().filter((p) => p.workers.live === 0);
     if (down.length > 0) return `no live worker in ${down.map((p) => withBackoff(p)).join(", ")}`;
     return this.#models()?.notReady();

@@ -1,19 +1,12 @@
-import { readFileSync } from "node:fs";
 import type { HttpRequest, HttpResponse } from "../../http/http-message.js";
 import { ShoalError } from "../../errors.js";
-import type { Catalog } from "../../models/catalog.js";
-import type { ModelVersion } from "../../models/model-version.js";
-import type { Step } from "../../scheduling/task.js";
-import type { TensorMetadata } from "../../v2/types.js";
 import { CONTROL_PATH } from "../../serving/access-policy.js";
+import { SERVER_METADATA, type V2DataPlane } from "../../serving/data-plane.js";
 import { sendError, sendJson } from "../../http/reply.js";
 import { readBody } from "../../http/body.js";
 import { GenerateExchange, INFER_STREAM } from "./generate.js";
 import type { Delegate, Intake } from "../../http/intake.js";
 import { RouteModel } from "../../serving/route-model.js";
-
-/** What `GET /v2` lists: the protocol extensions this server speaks. */
-export const EXTENSIONS = ["binary_tensor_data", "model_repository", "model_configuration", "statistics"] as const;
 
 // /v2/models/{m}[/versions/{v}][/{action}]: action is "" (metadata), ready, config, stats, or an inference.
 const MODEL_PATH = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?(?:\/(ready|infer|infer_stream|generate|generate_stream|config|stats))?$/;
@@ -21,32 +14,18 @@ const INFERENCES = new Set(["infer", "infer_stream", "generate", "generate_strea
 // Control bodies (the index's `{"ready": true}`) are small; anything larger is refused.
 const CONTROL_BODY_BYTES = 64 * 1024;
 
-/** `GET /v2` (and gRPC's ServerMetadata): this server's name, Shoal's version, and the extensions. */
-export const SERVER_METADATA = {
-  name: "shoal",
-  version: (JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string }).version,
-  extensions: EXTENSIONS,
-};
-
 /**
  * The V2 Open Inference Protocol over REST, under `/v2`: health, server and model metadata,
- * inference, and the model repository, configuration and statistics extensions. Inference
- * bodies go to a worker as bytes, with their `Inference-Header-Content-Length`; the coordinator
- * decodes none of them.
+ * inference, and the model repository, configuration and statistics extensions, each path a
+ * call of the V2 data plane. Inference bodies go to a worker as bytes, with their
+ * `Inference-Header-Content-Length`; the coordinator decodes none of them.
  */
 export class V2Handler implements Delegate {
   readonly prefix = "/v2";
-  /** Each model version's canonical path of each inference action, by its label and action. */
-  readonly #paths = new Map<string, string>();
 
   constructor(
-    /** The models of the shared pool, when there are any. */
-    readonly catalog: Catalog | undefined,
-    /** Routes of stages served as V2 models, by name. */
-    readonly routeModels: ReadonlyMap<string, RouteModel>,
-    /** Why the server is not ready, or undefined. */
-    readonly notReady: () => string | undefined,
-    /** What the HTTP front lends: accepting an inference request, and its guards. */
+    readonly plane: V2DataPlane,
+    /** What the HTTP door lends: accepting an inference request, and its guards. */
     readonly front: Intake,
   ) {}
 
@@ -60,6 +39,7 @@ export class V2Handler implements Delegate {
   }
 
   #route(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void {
+    const { plane } = this;
     const ok = (value: unknown) => sendJson(res, requestId, 200, value);
     if (path === "/v2" || path === "/v2/") {
       get(req, path);
@@ -73,34 +53,33 @@ export class V2Handler implements Delegate {
     }
     if (path === "/v2/health/ready") {
       get(req, path);
-      const reason = this.front.draining ? "shutting down" : this.notReady();
+      const reason = plane.notReady();
       if (reason !== undefined) throw new ShoalError("NOT_READY", reason);
       ok({ ready: true });
       return;
     }
     if (path === "/v2/models/stats") {
       get(req, path);
-      ok({ model_stats: (this.catalog?.pool.versions() ?? []).map((m) => m.stats.report(m.spec.name, m.spec.version)) });
+      ok({ model_stats: plane.statistics() });
       return;
     }
     if (path === "/v2/repository/index") {
       post(req, path);
-      this.#control(req, res, requestId, (body) => ok(this.catalog?.index(body.ready === true) ?? []));
+      this.#control(req, res, requestId, (body) => ok(plane.index(body.ready === true)));
       return;
     }
     const repository = CONTROL_PATH.exec(path);
     if (repository !== null) {
       post(req, path);
-      const refused = this.front.access.control(req.headers.origin, req.headers.authorization);
+      const refused = plane.mayControl(req.headers.origin, req.headers.authorization);
       if (refused !== undefined) {
         sendError(res, requestId, refused.error, refused.headers);
         return;
       }
       const [, name, action] = repository as unknown as [string, string, "load" | "unload"];
       const model = decodeSegment(name);
-      const catalog = this.#repository(model);
       this.#control(req, res, requestId, () => {
-        (action === "load" ? catalog.load(model) : catalog.unload(model)).then(
+        plane.control(action, model).then(
           () => ok({}),
           (err: unknown) => (err instanceof ShoalError ? sendError(res, requestId, err) : this.front.unexpected(err, res, requestId)),
         );
@@ -117,70 +96,28 @@ export class V2Handler implements Delegate {
       return;
     }
     get(req, path);
-    const target = this.find(name, version);
-    if (target instanceof RouteModel) {
-      if (action === "ready") {
-        const reason = target.notReady();
-        if (reason !== undefined) throw new ShoalError("NOT_READY", reason);
-        ok({ name, ready: true });
-      } else ok(action === "config" ? target.config() : action === "stats" ? { model_stats: [] } : target.metadata());
-      return;
-    }
-    const model = target;
+    const target = plane.find(name, version);
     if (action === "ready") {
-      if (!model.ready) throw new ShoalError("NOT_READY", `model ${model.label} is not ready: ${model.reason}`);
+      const reason = plane.modelNotReady(target);
+      if (reason !== undefined) throw new ShoalError("NOT_READY", reason);
       ok({ name, ready: true });
     } else if (action === "config") {
-      ok({ ...model.spec.settings, name });
+      ok(target instanceof RouteModel ? target.config() : { ...target.spec.settings, name });
     } else if (action === "stats") {
-      ok({ model_stats: [model.stats.report(model.spec.name, model.spec.version)] });
+      ok({ model_stats: plane.statistics(target) });
     } else {
-      ok(this.metadataOf(model));
+      ok(plane.metadataOf(target));
     }
-  }
-
-  /** The model version `version` of `name` (its default version when undefined), or the route served as model `name`; 404 when there is none. */
-  find(name: string, version: string | undefined): ModelVersion | RouteModel {
-    const routeModel = this.routeModels.get(name);
-    if (routeModel !== undefined) return routeModel.version(version);
-    return this.#repository(name).find(name, version);
-  }
-
-  /** Model metadata of a model version or of a route served as a model. */
-  metadataOf(target: ModelVersion | RouteModel): ReturnType<RouteModel["metadata"]> {
-    return target instanceof RouteModel ? target.metadata() : modelMetadata(this.catalog!, target);
-  }
-
-  /** The steps an inference request for it takes: the model version, or the route's stages. */
-  stepsOf(target: ModelVersion | RouteModel): readonly Step[] {
-    return target instanceof RouteModel ? target.route.stages : [target];
-  }
-
-  // The catalog, for a request about model `name`: without one, no such model.
-  #repository(name: string): Catalog {
-    if (this.catalog === undefined) throw new ShoalError("NOT_FOUND", `model '${name}'`);
-    return this.catalog;
-  }
-
-  /**
-   * A model's canonical path of an inference action (`infer`, `generate`, ...): its requests are
-   * answered and counted under it, whatever way they came.
-   */
-  inferPath(target: ModelVersion | RouteModel, action = "infer"): string {
-    if (target instanceof RouteModel) return action === "infer" ? target.path : `/v2/models/${target.name}/${action}`;
-    const key = `${target.label} ${action}`;
-    let path = this.#paths.get(key);
-    if (path === undefined) this.#paths.set(key, (path = `/v2/models/${target.spec.name}${target.spec.version === "" ? "" : `/versions/${target.spec.version}`}/${action}`));
-    return path;
   }
 
   #infer(req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, name: string, version: string | undefined, action: string): void {
+    const { plane } = this;
     // The model is looked up first, so that an unknown one is a 404 whatever the method.
-    const target = this.find(name, version);
+    const target = plane.find(name, version);
     // The generate extension types a request's fields by the model's inputs, as far as it knows them yet.
     const inputs = () => (target instanceof RouteModel ? target.metadata().inputs : (target.metadata?.inputs ?? []));
     const dialect = action === "infer" ? undefined : action === "infer_stream" ? INFER_STREAM : new GenerateExchange(inputs(), action === "generate_stream");
-    this.front.accept(this.inferPath(target, action), this.stepsOf(target), req, res, requestId, arrival, dialect);
+    this.front.accept(plane.inferPath(target, action), plane.stepsOf(target), req, res, requestId, arrival, dialect);
   }
 
   // Reads a small JSON control body (empty is `{}`) and hands it over.
@@ -207,14 +144,6 @@ export class V2Handler implements Delegate {
       (close) => sendError(res, requestId, new ShoalError("BODY_TOO_LARGE", `the limit is ${CONTROL_BODY_BYTES} bytes`), close ? { connection: "close" } : undefined),
     );
   }
-}
-
-/** Model metadata, as its workers reported it when they last loaded it; 503 before it has loaded. */
-export function modelMetadata(catalog: Catalog, model: ModelVersion): { name: string; versions: string[]; platform: string; inputs: TensorMetadata[]; outputs: TensorMetadata[] } {
-  const metadata = model.metadata;
-  if (metadata === undefined) throw new ShoalError("NOT_READY", `model ${model.label} has not loaded yet: ${model.reason}`);
-  const versions = catalog.pool.versions().filter((m) => m.spec.name === model.spec.name && m.spec.version !== "" && m.state !== "unloaded");
-  return { name: model.spec.name, versions: versions.map((m) => m.spec.version), platform: metadata.platform, inputs: metadata.inputs, outputs: metadata.outputs };
 }
 
 /** A 405, with the methods the path takes for its `Allow` header. */

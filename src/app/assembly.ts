@@ -1,0 +1,191 @@
+/**
+ * The assembly of a server: what its code declared becomes stages, a shared pool, the serving
+ * core and its doors, started and stopped in order. The runtime's HTTP server is chosen here.
+ */
+import { realpathSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { pathToFileURL } from "node:url";
+import type { ServerConfig } from "../config.js";
+import { ShoalError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { Metrics } from "../metrics/registry.js";
+import { Catalog, type ModelSources } from "../models/catalog.js";
+import { ModelPool } from "../models/model-pool.js";
+import { Stage } from "../scheduling/stage.js";
+import type { Isolation, ResolvedStageOptions } from "../stage-options.js";
+import type { WorkerClass } from "../worker.js";
+import type { ChannelFactory } from "../workers/channel.js";
+import type { RequestLimits } from "../workers/messages.js";
+import { RestartLimit } from "../workers/restart-policy.js";
+import { processChannel } from "../workers/process-channel.js";
+import { threadChannel } from "../workers/thread-channel.js";
+import { GrpcFront } from "../grpc/grpc-front.js";
+import { ApiDocs } from "../http/docs.js";
+import { HttpFront } from "../http/http-front.js";
+import { appInfo, openApiDocument } from "../http/openapi.js";
+import { AccessPolicy } from "../serving/access-policy.js";
+import { Admission } from "../serving/admission.js";
+import { ServerHealth } from "../serving/health.js";
+import type { Route } from "../serving/route.js";
+import type { RouteModelOptions } from "../serving/route-model.js";
+import { apiDelegates } from "./apis.js";
+import { startIdleGc } from "./idle-gc.js";
+import { httpListener } from "./runtime.js";
+
+/** How each kind of stage isolation starts and talks to its workers. */
+const CHANNELS: Record<Isolation, ChannelFactory> = { thread: threadChannel, process: processChannel };
+
+/** One stage as the code appended it. */
+export interface StageSpec {
+  cls: WorkerClass;
+  name: string;
+  options: ResolvedStageOptions;
+}
+
+/** What a server's code declared, as the {@link Server} façade collected it. */
+export interface Declared {
+  readonly specs: readonly StageSpec[];
+  /** Routes served as V2 models (`exposeRoute()`). */
+  readonly routeModels: readonly { route: string; options: RouteModelOptions }[];
+  /** Routes served as models of the OpenAI API (`openAI()`), by model name. */
+  readonly openAI: ReadonlyMap<string, string>;
+}
+
+/**
+ * Starts what a server's code declared: its stages and shared pool, the serving core, the HTTP
+ * door on the runtime's own server, and the gRPC door when there are V2 models and a port; then
+ * the workers. Resolves with the address once every worker is ready; on SIGTERM or SIGINT it
+ * drains (every door through the one admission) and exits. Throws a one-line error when a port
+ * cannot be had or the workers cannot start (what was accepted meanwhile is answered first).
+ */
+export async function startServer(declared: Declared, config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<AddressInfo> {
+  startIdleGc(config.idleGcMs, logger);
+  const restarts = new RestartLimit(config.maxRestarts, config.restartWindowMs);
+  const admission = new Admission(config.maxInflightBytes);
+  const health = new ServerHealth(() => stages, () => modelPool, restarts, () => admission.draining);
+  const metrics: Metrics = new Metrics(config.namespace, {
+    stages: (): readonly Stage[] => stages,
+    pools: () => health.gauges(),
+    models: () => modelPool?.versions().map((m) => ({ name: m.label, queued: m.queued, liveWorkers: m.liveWorkers })) ?? [],
+    inFlight: () => admission.inFlight,
+    bytesInFlight: () => admission.bytesInFlight,
+  });
+  const { stages, routes } = build(declared, config, logger, metrics, restarts);
+  const modelPool = models === undefined ? undefined : sharedPool(config, logger, metrics, restarts);
+  const docs = new ApiDocs();
+  const catalog = modelPool === undefined ? undefined : new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
+  catalog?.register();
+  const access = new AccessPolicy(config);
+  const apis = apiDelegates(routes, { catalog, routeModels: declared.routeModels, openAI: declared.openAI, openAIMaxBytes: config.maxOpenAISize }, { admission, access, notReady: () => health.notReady() });
+  const front = new HttpFront({ routes, config, admission, access, health, metrics, docs, logger, listener: httpListener(config), delegates: apis.delegates });
+  const address = await front.listen();
+  // The V2 protocol over gRPC too, for the same models, when there are models and a port for it.
+  const { plane } = apis;
+  const grpc = plane !== undefined && config.grpcPort > 0 ? new GrpcFront({ admission, plane, metrics }, config, logger) : undefined;
+  if (grpc !== undefined) {
+    try {
+      const port = await grpc.listen();
+      logger.info({ address: config.address, grpcPort: port }, `gRPC listening on ${config.address}:${port}`);
+    } catch (err) {
+      grpc.close();
+      await front.close();
+      throw err;
+    }
+  }
+  logger.info(
+    {
+      address: address.address,
+      port: address.port,
+      http: front.server,
+      routes: Object.fromEntries([...routes.values()].map((r) => [r.path, r.stages.map((s) => s.name)])),
+      stages: stages.map((s) => ({ name: s.name, num: s.options.num, maxBatchSize: s.options.maxBatchSize, maxWaitMs: s.options.maxWaitMs })),
+    },
+    `listening on http://${address.address}:${address.port}`,
+  );
+  const pools = [...stages.map((s) => s.pool), ...(modelPool === undefined ? [] : [modelPool])];
+  handleSignals(admission, front, grpc, pools, config, logger);
+  try {
+    await Promise.all([...stages.map((s) => s.pool.start()), modelPool?.start()]);
+  } catch (err) {
+    // Giving up: what was accepted meanwhile is answered before the process exits.
+    admission.abandon(new ShoalError("NOT_READY", "the server could not start"));
+    await Promise.all(pools.map((pool) => pool.close()));
+    grpc?.close();
+    await front.close();
+    throw err;
+  }
+  // Every stage has reported its content-type and schemas by now.
+  docs.publish(openApiDocument([...routes.values()], appInfo(mainModuleUrl()), metrics.contentType));
+  grpc?.refresh();
+  logger.info("ready");
+  return address;
+}
+
+/** The stages and the routes' pipelines. `oneWorker` starts a single worker per stage. */
+export function build(declared: Declared, config: ServerConfig, logger: Logger, metrics: Metrics, restarts: RestartLimit, oneWorker = false): { stages: Stage[]; routes: Map<string, Route> } {
+  const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, streamTimeoutMs: config.streamTimeoutMs, limits: requestLimits(config), logger, metrics, restarts };
+  const stages = declared.specs.map((spec, index) => {
+    const options = oneWorker ? { ...spec.options, num: 1, env: spec.options.env?.slice(0, 1) } : spec.options;
+    return new Stage(spec.name, index, spec.cls.name, options, { ...context, channel: CHANNELS[options.isolation] });
+  });
+  const routes = new Map<string, Route>();
+  for (const stage of stages) {
+    for (const path of stage.options.routes) {
+      const route = routes.get(path) ?? { path, stages: [] };
+      routes.set(path, { path, stages: [...route.stages, stage] });
+    }
+  }
+  return { stages, routes };
+}
+
+/** The shared pool of workers that hosts the models. */
+export function sharedPool(config: ServerConfig, logger: Logger, metrics: Metrics, restarts: RestartLimit): ModelPool {
+  return new ModelPool({
+    workers: config.workers,
+    channel: CHANNELS[config.modelIsolation],
+    limits: requestLimits(config),
+    capacity: config.capacity,
+    timeoutMs: config.timeoutMs,
+    memoryBytes: config.modelMemoryBytes === 0 ? Infinity : config.modelMemoryBytes,
+    logger,
+    metrics,
+    restarts,
+  });
+}
+
+// On SIGTERM or SIGINT: stop taking requests at every door, wait for those in flight (from their
+// first byte) up to --timeout, close the pools and the doors, exit 0. A second signal exits at once.
+function handleSignals(admission: Admission, front: HttpFront, grpc: GrpcFront | undefined, pools: { close(): Promise<void> }[], config: ServerConfig, logger: Logger): void {
+  let stopping = false;
+  const stop = async (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn({ signal }, "second signal: exiting now");
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal, inFlight: admission.inFlight }, "draining");
+    const drained = admission.drain(config.timeoutMs);
+    grpc?.drain();
+    await drained;
+    await Promise.all(pools.map((pool) => pool.close()));
+    grpc?.close();
+    await front.close();
+    // The counts of collapsed error lines still pending.
+    logger.flush();
+    logger.info("stopped");
+    process.exit(0);
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}
+
+function requestLimits(config: ServerConfig): RequestLimits {
+  return { maxTensorElements: config.maxTensorElements, maxBytesElements: config.maxBytesElements };
+}
+
+// The module the workers import to find their classes: the script Node was started with.
+function mainModuleUrl(): string {
+  const main = process.argv[1];
+  if (main === undefined) throw new Error("cannot tell which module to load in the workers: start the server from a script file");
+  return pathToFileURL(realpathSync(main)).href;
+}

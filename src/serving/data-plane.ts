@@ -1,0 +1,124 @@
+import { readFileSync } from "node:fs";
+import { ShoalError } from "../errors.js";
+import type { Catalog } from "../models/catalog.js";
+import type { ModelVersion } from "../models/model-version.js";
+import type { Step } from "../scheduling/task.js";
+import type { TensorMetadata } from "../v2/types.js";
+import type { AccessPolicy, Refusal } from "./access-policy.js";
+import type { Admission } from "./admission.js";
+import { RouteModel } from "./route-model.js";
+
+/** The protocol extensions this server speaks (`GET /v2`, gRPC's ServerMetadata). */
+export const EXTENSIONS = ["binary_tensor_data", "model_repository", "model_configuration", "statistics"] as const;
+
+/** This server's name, Shoal's version, and the extensions. */
+export const SERVER_METADATA = {
+  name: "shoal",
+  version: (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version,
+  extensions: EXTENSIONS,
+};
+
+/** What a V2 request is for: a model version of the shared pool, or a route served as a model. */
+export type V2Target = ModelVersion | RouteModel;
+
+/** Model metadata as the V2 protocol gives it. */
+export interface ModelMetadata {
+  name: string;
+  versions: string[];
+  platform: string;
+  inputs: TensorMetadata[];
+  outputs: TensorMetadata[];
+}
+
+/**
+ * The V2 protocol's data plane, whatever door its requests come through (REST, gRPC): finding a
+ * model, its steps and canonical paths, metadata, readiness, statistics, the repository index,
+ * and load and unload under the access policy. Doors turn their wire into these calls; the
+ * answers are the protocol's values, which each door writes in its own form.
+ */
+export class V2DataPlane {
+  /** Each model version's canonical path of each inference action, by its label and action. */
+  readonly #paths = new Map<string, string>();
+
+  constructor(
+    /** The models of the shared pool, when there are any. */
+    readonly catalog: Catalog | undefined,
+    /** Routes of stages served as V2 models, by name. */
+    readonly routeModels: ReadonlyMap<string, RouteModel>,
+    /** Why the server is not ready ("shutting down" included), or undefined. */
+    readonly notReady: () => string | undefined,
+    readonly access: AccessPolicy,
+    readonly admission: Admission,
+  ) {}
+
+  /** The model version `version` of `name` (its default version when undefined or ""), or the route served as model `name`; 404 when there is none. */
+  find(name: string, version: string | undefined): V2Target {
+    const routeModel = this.routeModels.get(name);
+    if (routeModel !== undefined) return routeModel.version(version);
+    return this.#repository(name).find(name, version === "" ? undefined : version);
+  }
+
+  /** Why a model (or route served as one) is not ready, or undefined when it is. */
+  modelNotReady(target: V2Target): string | undefined {
+    if (target instanceof RouteModel) return target.notReady();
+    return target.ready ? undefined : `model ${target.label} is not ready: ${target.reason}`;
+  }
+
+  /** Model metadata, as its workers reported it when they last loaded it; 503 before it has loaded. */
+  metadataOf(target: V2Target): ModelMetadata {
+    if (target instanceof RouteModel) return target.metadata();
+    const metadata = target.metadata;
+    if (metadata === undefined) throw new ShoalError("NOT_READY", `model ${target.label} has not loaded yet: ${target.reason}`);
+    const versions = this.catalog!.pool.versions().filter((m) => m.spec.name === target.spec.name && m.spec.version !== "" && m.state !== "unloaded");
+    return { name: target.spec.name, versions: versions.map((m) => m.spec.version), platform: metadata.platform, inputs: metadata.inputs, outputs: metadata.outputs };
+  }
+
+  /** The statistics of one model, or of every model of the pool when `target` is undefined (a route served as a model has none). */
+  statistics(target?: V2Target): Record<string, unknown>[] {
+    const models = target === undefined ? (this.catalog?.pool.versions() ?? []) : [target];
+    return models.flatMap((m) => (m instanceof RouteModel ? [] : [m.stats.report(m.spec.name, m.spec.version)]));
+  }
+
+  /** The repository index: every model's versions, states and reasons (only those ready with `ready`). */
+  index(ready: boolean): ReturnType<Catalog["index"]> {
+    return this.catalog?.index(ready) ?? [];
+  }
+
+  /** The steps an inference request for it takes: the model version, or the route's stages. */
+  stepsOf(target: V2Target): readonly Step[] {
+    return target instanceof RouteModel ? target.route.stages : [target];
+  }
+
+  /**
+   * A model's canonical path of an inference action (`infer`, `generate`, ...): its requests are
+   * answered and counted under it, whatever door they came through.
+   */
+  inferPath(target: V2Target, action = "infer"): string {
+    if (target instanceof RouteModel) return action === "infer" ? target.path : `/v2/models/${target.name}/${action}`;
+    const key = `${target.label} ${action}`;
+    let path = this.#paths.get(key);
+    if (path === undefined) this.#paths.set(key, (path = `/v2/models/${target.spec.name}${target.spec.version === "" ? "" : `/versions/${target.spec.version}`}/${action}`));
+    return path;
+  }
+
+  /**
+   * Why a control request (load, unload) with these credentials is refused: the server shutting
+   * down, model control off, an origin not listed, a wrong token; undefined when it may go on.
+   */
+  mayControl(origin: string | undefined, authorization: string | undefined): Refusal | undefined {
+    if (this.admission.draining) return { error: new ShoalError("SHUTTING_DOWN", "the server is shutting down") };
+    return this.access.control(origin, authorization);
+  }
+
+  /** Loads (or reloads) or unloads the model `name`, once {@link mayControl} let it. */
+  control(action: "load" | "unload", name: string): Promise<void> {
+    const catalog = this.#repository(name);
+    return action === "load" ? catalog.load(name) : catalog.unload(name);
+  }
+
+  // The catalog, for a request about model `name`: without one, no such model.
+  #repository(name: string): Catalog {
+    if (this.catalog === undefined) throw new ShoalError("NOT_FOUND", `model '${name}'`);
+    return this.catalog;
+  }
+}
