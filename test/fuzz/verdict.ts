@@ -54,7 +54,7 @@ export type Runtime = typeof RUNTIME;
  */
 function bunParser(o: Outcome): boolean {
   const raw = o.request.raw === undefined ? undefined : Buffer.from(o.request.raw).toString("latin1").toLowerCase();
-  if (o.status === undefined) return raw !== undefined && (o.error === "the connection closed without an answer" || closedWhileSending(raw, o.error));
+  if (o.status === undefined) return (raw !== undefined && (o.error === "the connection closed without an answer" || closedWhileSending(raw, o.error))) || refusedWhileSending(o);
   if (o.answers === 2) return raw !== undefined && raw.includes("transfer-encoding: chunked");
   return [400, 431, 505].includes(o.status) && o.headers["x-request-id"] === undefined && o.body.byteLength === 0;
 }
@@ -65,6 +65,14 @@ function bunParser(o: Outcome): boolean {
 function closedWhileSending(raw: string, error: string | undefined): boolean {
   const declared = Number(/\r\ncontent-length: *(\d+)/.exec(raw)?.[1] ?? 0);
   return (error === "EPIPE" || error === "ECONNRESET") && raw.includes("\r\nconnection: close") && declared >= 1024 * 1024;
+}
+
+// The same for a body the server refuses at once, with `connection: close`: one more than its
+// limit (10 MiB; 256 KiB on the OpenAI routes) and the most it reads and drops after it (the
+// limit again, at least 1 MiB) past it.
+function refusedWhileSending(o: Outcome): boolean {
+  const limit = openAI(o.request) ? 256 * 1024 : 10 * 1024 * 1024;
+  return (o.error === "EPIPE" || o.error === "ECONNRESET") && (o.request.body?.byteLength ?? 0) > limit + Math.max(limit, 1024 * 1024);
 }
 
 /** What is wrong with an outcome, in words that group alike failures; undefined when nothing is. */
