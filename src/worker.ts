@@ -44,6 +44,17 @@ export interface RequestMeta {
    * is one JSON object of outputs by name. Shoal's V2 models read the body and shape the answer.
    */
   readonly generate?: readonly TensorMetadata[];
+  /**
+   * Set for a V2 inference request, over REST or gRPC: the model it is for (a model of the
+   * shared pool, or a route served as a model), and its version when it has one.
+   */
+  readonly v2?: V2Identity;
+}
+
+/** What a V2 inference request is for: a model by name, and its version when it has one. */
+export interface V2Identity {
+  readonly model: string;
+  readonly version?: string;
 }
 
 /** How a streaming Worker's chunks wait for a client that reads slower than they are made. */

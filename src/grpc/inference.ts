@@ -138,7 +138,7 @@ export class GrpcInference {
       const callMs = callDeadline instanceof Date ? callDeadline.getTime() - Date.now() : callDeadline - Date.now();
       const timeoutMs = Math.min(this.timeoutMs, callMs);
       const answer = new GrpcAnswer(this.core, path, arrival, hold, deliver);
-      const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) }, deadline: Date.now() + timeoutMs, route: path };
+      const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) }, deadline: Date.now() + timeoutMs, route: path, v2: plane.identityOf(target) };
       return admission.enter(plane.stepsOf(target), meta, arrival, timeoutMs, body, transfer, answer);
     } catch (err) {
       if (!(err instanceof ShoalError)) throw err;

@@ -4,7 +4,7 @@ import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/registry.js";
 import type { Step, Task } from "../scheduling/task.js";
-import type { RequestMeta } from "../worker.js";
+import type { RequestMeta, V2Identity } from "../worker.js";
 import type { AccessPolicy } from "../serving/access-policy.js";
 import { AccessLog } from "./access-log.js";
 import { streamPolicy } from "../stage-options.js";
@@ -32,6 +32,7 @@ interface Incoming {
   requestId: string;
   arrival: number;
   dialect: Dialect | undefined;
+  v2: V2Identity | undefined;
 }
 
 // A stream asked for by a dialect from a step whose Worker does not stream: its one answer is its one chunk.
@@ -167,8 +168,8 @@ export class HttpFront implements Intake, Answered, BuiltinState {
    * is empty or too large, and otherwise makes its task, with its deadline, and queues it at its
    * first step.
    */
-  accept(path: string, steps: readonly Step[], req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, dialect?: Dialect): void {
-    const incoming: Incoming = { path, steps, req, res, requestId, arrival, dialect };
+  accept(path: string, steps: readonly Step[], req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, dialect?: Dialect, v2?: V2Identity): void {
+    const incoming: Incoming = { path, steps, req, res, requestId, arrival, dialect, v2 };
     if (req.method !== "POST") {
       // The path as the client wrote it: a V2 request's own path is its model's canonical one.
       const written = (req.url ?? path).split("?", 1)[0];
@@ -220,7 +221,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   }
 
   #accept(incoming: Incoming, body: Body, hold: Hold): void {
-    const { path, req, res, requestId, arrival, dialect } = incoming;
+    const { path, req, res, requestId, arrival, dialect, v2 } = incoming;
     let request: DialectRequest | undefined;
     try {
       if (dialect?.read !== undefined) request = dialect.read(body.bytes, req);
@@ -244,10 +245,12 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     }
     const deadline = Date.now() - (performance.now() - arrival) + timeoutMs;
     // What the workers must know of how it is answered: a stream of events, a dialect's own form.
+    // What the workers must know of it: the V2 model it is for, how it is answered (a stream of
+    // events, a dialect's own form). A plain route's request pays for none of it.
     const meta: RequestMeta =
-      transport === undefined && request?.meta === undefined
+      transport === undefined && request?.meta === undefined && v2 === undefined
         ? { requestId, headers: req.headers, deadline, route: path }
-        : { requestId, headers: req.headers, deadline, route: path, ...request?.meta, ...(transport === undefined ? undefined : { stream: true }) };
+        : { requestId, headers: req.headers, deadline, route: path, ...(v2 === undefined ? undefined : { v2 }), ...request?.meta, ...(transport === undefined ? undefined : { stream: true }) };
     const exchange = new Exchange(this, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
     if (transport !== undefined) {
       const streamMs = config.streamTimeoutMs;

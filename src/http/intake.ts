@@ -1,6 +1,7 @@
 import type { HttpRequest, HttpResponse } from "./http-message.js";
 import type { AccessPolicy } from "../serving/access-policy.js";
 import type { Step } from "../scheduling/task.js";
+import type { V2Identity } from "../worker.js";
 import type { Dialect } from "./dialect.js";
 
 /** A handler the front gives every request under its prefix (the V2 protocol under `/v2`). */
@@ -19,9 +20,9 @@ export interface Intake {
   /**
    * Takes a POST whose task goes through `steps`, answered and counted under `path`: the same
    * body limits, deadline and answers as a route's; `dialect` reads its body and shapes its
-   * answers for an API of its own.
+   * answers for an API of its own; `v2` says which V2 model it is for.
    */
-  accept(path: string, steps: readonly Step[], req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, dialect?: Dialect): void;
+  accept(path: string, steps: readonly Step[], req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, dialect?: Dialect, v2?: V2Identity): void;
   /** Answers 500 for an exception that escaped a handler, and logs it. */
   unexpected(err: unknown, res: HttpResponse, requestId: string): void;
   /** Runs a callback of a request's under {@link Intake.unexpected}. */

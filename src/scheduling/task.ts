@@ -1,7 +1,6 @@
 import type { ShoalError } from "../errors.js";
 import type { StreamPolicy } from "../stage-options.js";
 import type { RequestMeta } from "../worker.js";
-import type { BatchQueue } from "./batch-queue.js";
 
 /** What the worker holding a streamed task is told about its stream. */
 export type StreamAction = "cancel" | "pause" | "resume";
@@ -17,6 +16,11 @@ export interface Step {
   readonly label?: string;
   /** Set when its Worker streams: how a stream waits for a slow client. */
   readonly stream?: StreamPolicy;
+}
+
+/** The queue that holds a task while it waits: told when the task settles there. */
+export interface Queue {
+  unqueue(task: Task): void;
 }
 
 /** How a task's answer reaches its client. The HTTP front implements it. */
@@ -44,7 +48,7 @@ export class Task {
   /** When it entered its current step's queue (performance.now() clock). */
   enqueuedAt = 0;
   /** The queue that holds it, while it is queued. */
-  queuedIn: BatchQueue | null = null;
+  queuedIn: Queue | null = null;
   settled = false;
   /** Input of the current step: the request body at the first, the previous step's output after. */
   payload: unknown;

@@ -4,6 +4,7 @@ import type { Catalog } from "../models/catalog.js";
 import type { ModelVersion } from "../models/model-version.js";
 import type { Step } from "../scheduling/task.js";
 import type { TensorMetadata } from "../v2/types.js";
+import type { V2Identity } from "../worker.js";
 import type { AccessPolicy, Refusal } from "./access-policy.js";
 import type { Admission } from "./admission.js";
 import { RouteModel } from "./route-model.js";
@@ -39,6 +40,8 @@ export interface ModelMetadata {
 export class V2DataPlane {
   /** Each model version's canonical path of each inference action, by its label and action. */
   readonly #paths = new Map<string, string>();
+  /** What each target's requests say they are for, made once per target. */
+  readonly #identities = new WeakMap<V2Target, V2Identity>();
 
   constructor(
     /** The models of the shared pool, when there are any. */
@@ -82,6 +85,16 @@ export class V2DataPlane {
   /** The repository index: every model's versions, states and reasons (only those ready with `ready`). */
   index(ready: boolean): ReturnType<Catalog["index"]> {
     return this.catalog?.index(ready) ?? [];
+  }
+
+  /** What a request for it says it is for, as its items carry it to the workers (`meta.v2`). */
+  identityOf(target: V2Target): V2Identity {
+    let identity = this.#identities.get(target);
+    if (identity === undefined) {
+      identity = target instanceof RouteModel || target.spec.version === "" ? { model: target instanceof RouteModel ? target.name : target.spec.name } : { model: target.spec.name, version: target.spec.version };
+      this.#identities.set(target, identity);
+    }
+    return identity;
   }
 
   /** The steps an inference request for it takes: the model version, or the route's stages. */

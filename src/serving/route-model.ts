@@ -2,7 +2,6 @@ import { ShoalError } from "../errors.js";
 import type { JsonSchema } from "../schema.js";
 import { isV2Datatype } from "../tensor/datatypes.js";
 import type { TensorMetadata } from "../v2/types.js";
-import { V2_MODEL_PATH } from "../workers/v2-route.js";
 import type { Route } from "./route.js";
 
 /** How a route of stages is served as a V2 model ({@link Server.exposeRoute}). */
@@ -45,7 +44,7 @@ export class RouteModel {
     /** Why it is not ready, or undefined: the server's readiness, as its stages are the server's. */
     readonly notReady: () => string | undefined,
   ) {
-    this.path = `${V2_MODEL_PATH}${options.name}/infer`;
+    this.path = `/v2/models/${options.name}/infer`;
   }
 
   get name(): string {

@@ -4,7 +4,7 @@ import { warmUp } from "./warm-up.js";
 import type { RequestMeta, Worker, WorkerClass, WorkerLog } from "../worker.js";
 import type { StepWorker } from "../step-worker.js";
 import { isAsyncIterable, ItemStream } from "./item-stream.js";
-import type { BatchItem, BatchMessage, FlowMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, StageBoot } from "./messages.js";
+import type { BatchItem, BatchMessage, FlowMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, RunnerIdentity } from "./messages.js";
 import { countError, splitBatch } from "./batch-split.js";
 import { StepScheduler } from "./step-scheduler.js";
 import { exclusive, transferablesOf } from "./transfer.js";
@@ -32,9 +32,6 @@ export interface Failures {
 }
 
 const STAGE_FAILURES: Failures = { undecodable: "DECODING", failedItem: (error) => error };
-
-/** Who runs the batches: a stage's worker, or one model instance on a worker of the shared pool (named by its instance). */
-export type RunnerIdentity = Pick<StageBoot, "workerId" | "stageName" | "maxBatchSize" | "num" | "limits">;
 
 /**
  * The worker side of a stage or of a model instance, whatever the channel: builds the user's

@@ -36,6 +36,9 @@ export interface StageBoot extends BootCommon {
   maxBatchSize: number;
 }
 
+/** Who runs the batches: a stage's worker, or one model instance on a worker of the shared pool (named by its instance). */
+export type RunnerIdentity = Pick<StageBoot, "workerId" | "stageName" | "maxBatchSize" | "num" | "limits">;
+
 /** A worker of the shared pool: it loads, unloads and runs models as it is told. */
 export interface HostBoot extends BootCommon {
   host: true;

@@ -1,6 +1,6 @@
 import { errorToWire } from "../errors.js";
-import { BatchRunner, type RunnerIdentity, type Send } from "./batch-runner.js";
-import type { FromWorker, LoadMessage, RequestLimits, ToWorker } from "./messages.js";
+import { BatchRunner, type Send } from "./batch-runner.js";
+import type { FromWorker, LoadMessage, RequestLimits, RunnerIdentity, ToWorker } from "./messages.js";
 import { modelClass } from "./model-classes.js";
 import { V2_FAILURES, type V2Worker } from "./v2-worker.js";
 

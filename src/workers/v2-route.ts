@@ -15,8 +15,6 @@ import { encodeV2Response, readV2Request } from "./generate.js";
 import type { ItemResult } from "./messages.js";
 import { exclusive } from "./transfer.js";
 
-/** The path prefix of the requests of a route served as a V2 model. */
-export const V2_MODEL_PATH = "/v2/models/";
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const utf8Encoder = new TextEncoder();
 
@@ -33,9 +31,9 @@ export interface V2Carried {
   value: unknown;
 }
 
-/** Whether an item's request came as a V2 inference request for its route. */
+/** Whether an item's request came as a V2 inference request for its route: the door that found its model says so. */
 export function isV2Request(meta: RequestMeta): boolean {
-  return meta.route.startsWith(V2_MODEL_PATH);
+  return meta.v2 !== undefined;
 }
 
 /**
@@ -49,7 +47,7 @@ export function decodeV2Item(body: Uint8Array | V2Pieces, meta: RequestMeta, lim
   const { inputs, ...request } = readV2Request(body, Array.isArray(header) ? undefined : header, meta, limits);
   const item: Record<string, unknown> = {};
   for (const tensor of inputs) item[tensor.name] = valueOf(tensor);
-  const model = decodeURIComponent(meta.route.slice(V2_MODEL_PATH.length).split("/")[0]!);
+  const model = meta.v2!.model;
   return { item, reply: meta.generate === undefined ? { model, request } : { model, request, generate: true } };
 }
 

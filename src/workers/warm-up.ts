@@ -1,7 +1,7 @@
 import type { Schema } from "../schema.js";
 import type { RequestMeta } from "../worker.js";
 import { isAsyncIterable } from "./item-stream.js";
-import type { RunnerIdentity } from "./batch-runner.js";
+import type { RunnerIdentity } from "./messages.js";
 
 /**
  * Runs a Worker's declared examples through `forward` before it takes work, in batches when the

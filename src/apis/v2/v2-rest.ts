@@ -117,7 +117,7 @@ export class V2Handler implements Delegate {
     // The generate extension types a request's fields by the model's inputs, as far as it knows them yet.
     const inputs = () => (target instanceof RouteModel ? target.metadata().inputs : (target.metadata?.inputs ?? []));
     const dialect = action === "infer" ? undefined : action === "infer_stream" ? INFER_STREAM : new GenerateExchange(inputs(), action === "generate_stream");
-    this.front.accept(plane.inferPath(target, action), plane.stepsOf(target), req, res, requestId, arrival, dialect);
+    this.front.accept(plane.inferPath(target, action), plane.stepsOf(target), req, res, requestId, arrival, dialect, plane.identityOf(target));
   }
 
   // Reads a small JSON control body (empty is `{}`) and hands it over.
