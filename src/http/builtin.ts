@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse } from "./http-message.js";
 import { ShoalError } from "../errors.js";
 import type { Metrics } from "../metrics/registry.js";
-import { sendBody, sendError, sendJson, sendPage } from "./reply.js";
+import { sendBody, sendError, sendJson, sendPage } from "./send.js";
 import type { ApiDocs } from "./docs.js";
 
 const GET_ONLY = "GET, HEAD";

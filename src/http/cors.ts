@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse } from "./http-message.js";
 import { ShoalError } from "../errors.js";
 import { corsScope, isPreflight, type AccessPolicy } from "../serving/access-policy.js";
-import { sendError } from "./reply.js";
+import { sendError } from "./send.js";
 
 /**
  * The CORS side of a request to `path` (a stage route's when `isRoute`): a preflight is answered

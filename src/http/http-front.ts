@@ -8,7 +8,8 @@ import type { RequestMeta } from "../worker.js";
 import { AccessPolicy } from "../serving/access-policy.js";
 import { AccessLog } from "./access-log.js";
 import { streamPolicy } from "../stage-options.js";
-import { Exchange, sendError, sendFailure, type Answered } from "./reply.js";
+import { HttpReply, type ReplyDoor } from "./http-reply.js";
+import { sendError, sendFailure } from "./send.js";
 import type { Dialect, DialectRequest } from "./dialect.js";
 import type { Delegate, Intake } from "./intake.js";
 import { negotiate } from "./stream-reply.js";
@@ -49,7 +50,7 @@ const DEFAULT_STREAM = streamPolicy("", true)!;
  * runs user code nor decodes bodies: it hands bytes to the route's first stage. Its listener is
  * the runtime's own HTTP server: Bun.serve on Bun, node:http elsewhere.
  */
-export class HttpFront implements Intake, Answered, BuiltinState {
+export class HttpFront implements Intake, ReplyDoor, BuiltinState {
   readonly access: AccessPolicy;
   readonly metrics: Metrics;
   readonly docs: ApiDocs;
@@ -322,15 +323,15 @@ export class HttpFront implements Intake, Answered, BuiltinState {
       transport === undefined && request?.meta === undefined
         ? { requestId, headers: req.headers, deadline, route: path }
         : { requestId, headers: req.headers, deadline, route: path, ...request?.meta, ...(transport === undefined ? undefined : { stream: true }) };
-    const exchange = new Exchange(this, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
-    const task = new Task(steps, meta, arrival + timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, exchange);
-    exchange.task = task;
+    const reply = new HttpReply(this, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
+    const task = new Task(steps, meta, arrival + timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, reply);
+    reply.task = task;
     if (transport !== undefined) {
       task.streamed = true;
       const streamMs = config.streamTimeoutMs;
-      exchange.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
+      reply.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
     }
-    exchange.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));
+    reply.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));
     res.on("close", () => task.drop());
     const refused = this.admit(task);
     if (refused !== undefined) task.fail(refused);

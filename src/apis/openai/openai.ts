@@ -4,7 +4,7 @@ import { z } from "zod";
 import { ShoalError } from "../../errors.js";
 import type { Step } from "../../scheduling/task.js";
 import type { TextChunk, TextRequest } from "../../text-generation.js";
-import { sendFailure, sendJson } from "../../http/reply.js";
+import { sendFailure, sendJson } from "../../http/send.js";
 import type { Dialect, DialectRequest } from "../../http/dialect.js";
 import type { Delegate, Intake } from "../../http/intake.js";
 

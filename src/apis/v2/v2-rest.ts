@@ -6,7 +6,7 @@ import type { ModelVersion } from "../../models/model-version.js";
 import type { Step } from "../../scheduling/task.js";
 import type { TensorMetadata } from "../../v2/types.js";
 import { CONTROL_PATH } from "../../serving/access-policy.js";
-import { sendError, sendJson } from "../../http/reply.js";
+import { sendError, sendJson } from "../../http/send.js";
 import { readBody } from "../../http/body.js";
 import { GenerateExchange, INFER_STREAM } from "./generate.js";
 import type { Delegate, Intake } from "../../http/intake.js";
