@@ -7,7 +7,7 @@ import type { Dialect } from "./dialect.js";
 import { compress, MIN_COMPRESSED_BYTES, responseEncoding } from "./compression.js";
 import { sendBody, sendFailure } from "./send.js";
 import { serverTiming } from "./server-timing.js";
-import { StreamAnswer, type StreamOptions } from "./stream-reply.js";
+import { StreamReply, type StreamOptions } from "./stream-reply.js";
 
 /** What the HTTP door lends the reply of each request it accepted. */
 export interface ReplyDoor {
@@ -36,7 +36,7 @@ export class HttpReply implements Reply {
   /** Set when its client takes a stream. */
   stream: StreamOptions | undefined;
   // The stream, from its first chunk on.
-  #streaming: StreamAnswer | undefined;
+  #streaming: StreamReply | undefined;
   // The answer is given, or its stream ended: nothing more is written.
   #done = false;
 
@@ -147,7 +147,7 @@ export class HttpReply implements Reply {
 
   // The stream, started at its first chunk: from then on the whole stream's deadline holds.
   // Undefined when an answer was written on the response already, by whatever means.
-  #open(): StreamAnswer | undefined {
+  #open(): StreamReply | undefined {
     if (this.#streaming !== undefined) return this.#streaming;
     const { res, task } = this;
     if (res.headersSent || res.writableEnded) return undefined;
@@ -155,7 +155,7 @@ export class HttpReply implements Reply {
     clearTimeout(this.timer);
     this.#lastIfDraining();
     this.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `the stream did not end within ${options.timeoutMs} ms`)), Math.max(0, options.deadline - performance.now()));
-    this.#streaming = new StreamAnswer(res, task, options, this.requestId, this.arrival, this.dialect);
+    this.#streaming = new StreamReply(res, task, options, this.requestId, this.arrival, this.dialect);
     return this.#streaming;
   }
 

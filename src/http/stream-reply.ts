@@ -69,7 +69,7 @@ export interface StreamOptions {
  * on; once it has ended, or its client left, it writes nothing more (a keep-alive timer
  * included).
  */
-export class StreamAnswer {
+export class StreamReply {
   chunks = 0;
   /** Bytes written, framing included. */
   bytes = 0;
