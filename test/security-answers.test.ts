@@ -1,7 +1,7 @@
 /**
  * Answers a client cannot make the server write twice, or in a form its API cannot hold: one
- * writer per answer (the HttpReply over a real node:http response, and the Bun front's response
- * adapter), binary outputs refused on the generate and stream routes before anything is sent,
+ * writer per answer (the HttpReply over a real node:http response, and the Fetch-API response
+ * adapter Bun.serve answers through), binary outputs refused on the generate and stream routes before anything is sent,
  * a Worker's output that does not fit its API failing only its request, OpenAI bodies bounded
  * by --max-openai-size, and the HTTP thread free while the largest dialect bodies are handled.
  */
@@ -15,7 +15,8 @@ import { ShoalError } from "../src/errors.js";
 import { HttpReply, type ReplyDoor } from "../src/http/http-reply.js";
 import { sendError } from "../src/http/send.js";
 import { ByteBudget } from "../src/serving/byte-budget.js";
-import { BunResponse, type BunRequest, type Watch } from "../src/http/bun/bun-exchange.js";
+import type { FetchRequest, RequestWatch } from "../src/http/fetch/fetch-request.js";
+import { FetchResponse } from "../src/http/fetch/fetch-response.js";
 import type { Dialect } from "../src/http/dialect.js";
 import { streamPolicy } from "../src/stage-options.js";
 import { Task } from "../src/scheduling/task.js";
@@ -186,14 +187,14 @@ describe("one writer per answer", () => {
   });
 });
 
-describe("the Bun front's response adapter writes its head once", () => {
-  function bunResponse(): BunResponse {
-    const req = Object.assign(new EventEmitter(), { gone: false, headers: {}, unread: () => {}, answered: () => {}, socket: { destroy: () => {} } }) as unknown as BunRequest;
-    return new BunResponse(req, { delete: () => {} } as unknown as Watch);
+describe("the Fetch-API response adapter writes its head once", () => {
+  function fetchResponse(): FetchResponse {
+    const req = Object.assign(new EventEmitter(), { gone: false, headers: {}, unread: () => {}, answered: () => {}, socket: { destroy: () => {} } }) as unknown as FetchRequest;
+    return new FetchResponse(req, { delete: () => {} } as unknown as RequestWatch);
   }
 
   test("a second head, a header after the head, and a second end change nothing", async () => {
-    const res = bunResponse();
+    const res = fetchResponse();
     res.writeHead(400, { "content-type": "application/json", "x-first": "1" });
     res.writeHead(500, { "x-second": "2" });
     res.setHeader("x-third", "3");
@@ -209,7 +210,7 @@ describe("the Bun front's response adapter writes its head once", () => {
   });
 
   test("a stream's head is its first: a head written after its first chunk changes nothing", async () => {
-    const res = bunResponse();
+    const res = fetchResponse();
     res.writeHead(200, { "content-type": "text/event-stream" });
     res.write("data: 1\n\n");
     res.writeHead(500, { "content-type": "application/json" });
