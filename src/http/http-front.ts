@@ -214,9 +214,9 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
     const route = this.#routes.get(path);
-    if (answerCors(this.access, req, res, requestId, path, route !== undefined)) return;
+    const delegate = route === undefined ? this.#delegates.find(({ prefix }) => path === prefix || path.startsWith(`${prefix}/`)) : undefined;
+    if (answerCors(this.access, req, res, requestId, path, route !== undefined, delegate)) return;
     if (route === undefined) {
-      const delegate = this.#delegates.find(({ prefix }) => path === prefix || path.startsWith(`${prefix}/`));
       if (delegate !== undefined) delegate.handle(req, res, path, requestId, arrival);
       else serveBuiltin(path, req, res, requestId, this);
       return;

@@ -5,9 +5,10 @@ import type { Protocol } from "../metrics/registry.js";
 import type { Step, Task } from "../scheduling/task.js";
 import type { Hold } from "../serving/byte-budget.js";
 import type { Dialect } from "./dialect.js";
+import type { CorsScoped } from "./cors.js";
 
-/** A handler the front gives every request under its prefix (the V2 protocol under `/v2`). */
-export interface Delegate {
+/** A handler the front gives every request under its prefix (the V2 protocol under `/v2`), which says the CORS scope of its paths. */
+export interface Delegate extends CorsScoped {
   /** Paths equal to it or under it (`/v2`, `/v2/...`) are its own. */
   readonly prefix: string;
   /** `arrival`: the request's first byte, on the performance.now() clock. */

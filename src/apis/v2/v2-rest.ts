@@ -5,11 +5,11 @@ import type { Catalog } from "../../models/catalog.js";
 import type { ModelVersion } from "../../models/model-version.js";
 import type { Step } from "../../scheduling/task.js";
 import type { TensorMetadata } from "../../v2/types.js";
-import { CONTROL_PATH } from "../../serving/access-policy.js";
 import { sendError, sendJson } from "../../http/send.js";
 import { readBody } from "../../http/body.js";
 import { GenerateExchange, INFER_STREAM } from "./generate.js";
 import type { Delegate, Intake } from "../../http/intake.js";
+import type { CorsScope } from "../../http/cors.js";
 import { RouteModel } from "../../serving/route-model.js";
 
 /** What `GET /v2` lists: the protocol extensions this server speaks. */
@@ -18,6 +18,8 @@ export const EXTENSIONS = ["binary_tensor_data", "model_repository", "model_conf
 // /v2/models/{m}[/versions/{v}][/{action}]: action is "" (metadata), ready, config, stats, or an inference.
 const MODEL_PATH = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?(?:\/(ready|infer|infer_stream|generate|generate_stream|config|stats))?$/;
 const INFERENCES = new Set(["infer", "infer_stream", "generate", "generate_stream"]);
+// A control request: /v2/repository/models/{m}/load or .../unload.
+const CONTROL_PATH = /^\/v2\/repository\/models\/([^/]+)\/(load|unload)$/;
 // Control bodies (the index's `{"ready": true}`) are small; anything larger is refused.
 const CONTROL_BODY_BYTES = 64 * 1024;
 
@@ -49,6 +51,11 @@ export class V2Handler implements Delegate {
     /** What the HTTP front lends: accepting an inference request, and its guards. */
     readonly front: Intake,
   ) {}
+
+  /** Load and unload answer only origins listed by name; every other V2 path, any allowed origin. */
+  corsScope(path: string): CorsScope {
+    return CONTROL_PATH.test(path) ? "control" : "open";
+  }
 
   handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void {
     try {
