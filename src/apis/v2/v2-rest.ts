@@ -7,7 +7,7 @@ import type { Step } from "../../scheduling/task.js";
 import type { TensorMetadata } from "../../v2/types.js";
 import { sendError, sendJson } from "../../http/send.js";
 import { readBody } from "../../http/body.js";
-import { GenerateExchange, INFER_STREAM } from "./generate.js";
+import { GenerateDialect, INFER_STREAM } from "./generate.js";
 import type { Delegate, Intake } from "../../http/intake.js";
 import type { CorsScope } from "../../http/cors.js";
 import { RouteModel } from "../../serving/route-model.js";
@@ -186,7 +186,7 @@ export class V2Handler implements Delegate {
     const target = this.find(name, version);
     // The generate extension types a request's fields by the model's inputs, as far as it knows them yet.
     const inputs = () => (target instanceof RouteModel ? target.metadata().inputs : (target.metadata?.inputs ?? []));
-    const dialect = action === "infer" ? undefined : action === "infer_stream" ? INFER_STREAM : new GenerateExchange(inputs(), action === "generate_stream");
+    const dialect = action === "infer" ? undefined : action === "infer_stream" ? INFER_STREAM : new GenerateDialect(inputs(), action === "generate_stream");
     this.front.accept(this.inferPath(target, action), this.stepsOf(target), req, res, requestId, arrival, dialect);
   }
 
