@@ -2,7 +2,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ShoalError } from "../src/errors.js";
-import { AccessPolicy, corsScope, isPreflight, type AccessConfig, type Refusal } from "../src/serving/access-policy.js";
+import { AccessPolicy, type AccessConfig, type Refusal } from "../src/serving/access-policy.js";
+import { corsHeaders, corsScope, isPreflight, preflight } from "../src/http/cors.js";
+import type { Intake } from "../src/http/intake.js";
+import { V2Handler } from "../src/apis/v2/v2-rest.js";
 
 const ADMIN = "https://admin.example.com";
 const APP = "https://app.example.com";
@@ -74,40 +77,43 @@ describe("control requests", () => {
 
 describe("CORS", () => {
   test("the scope of each path: control routes, open routes, and none", () => {
-    assert.equal(corsScope("/v2/repository/models/mlp/load", false), "control");
-    assert.equal(corsScope("/v2/repository/models/mlp/unload", false), "control");
-    for (const path of ["/v2", "/v2/health/ready", "/v2/models/mlp", "/v2/models/mlp/versions/1/infer", "/v2/repository/index", "/healthz", "/readyz"]) {
-      assert.equal(corsScope(path, false), "open", path);
+    // The V2 door says the scope of the paths under its prefix.
+    const v2 = new V2Handler(undefined, new Map(), () => undefined, {} as Intake);
+    assert.equal(corsScope("/v2/repository/models/mlp/load", false, v2), "control");
+    assert.equal(corsScope("/v2/repository/models/mlp/unload", false, v2), "control");
+    for (const path of ["/v2", "/v2/health/ready", "/v2/models/mlp", "/v2/models/mlp/versions/1/infer", "/v2/repository/index"]) {
+      assert.equal(corsScope(path, false, v2), "open", path);
     }
-    assert.equal(corsScope("/inference", true), "open");
-    for (const path of ["/metrics", "/docs", "/openapi.json", "/", "/inference"]) assert.equal(corsScope(path, false), undefined, path);
+    for (const path of ["/healthz", "/readyz"]) assert.equal(corsScope(path, false, undefined), "open", path);
+    assert.equal(corsScope("/inference", true, undefined), "open");
+    for (const path of ["/metrics", "/docs", "/openapi.json", "/", "/inference"]) assert.equal(corsScope(path, false, undefined), undefined, path);
   });
 
   test("no origin configured: no CORS headers at all", () => {
-    assert.equal(policy().corsHeaders(APP, "open"), undefined);
-    assert.equal(policy({ corsOrigins: [APP] }).corsHeaders(APP, undefined), undefined);
+    assert.equal(corsHeaders(policy(), APP, "open"), undefined);
+    assert.equal(corsHeaders(policy({ corsOrigins: [APP] }), APP, undefined), undefined);
   });
 
   test("an allowed origin gets itself back, the headers it may read, and Vary; another gets Vary alone", () => {
     const p = policy({ corsOrigins: [APP] });
-    assert.deepEqual(p.corsHeaders(APP, "open"), {
+    assert.deepEqual(corsHeaders(p, APP, "open"), {
       "access-control-allow-origin": APP,
       "access-control-expose-headers": "x-request-id, inference-header-content-length",
       vary: "Origin",
     });
-    assert.deepEqual(p.corsHeaders(EVIL, "open"), { vary: "Origin" });
-    assert.deepEqual(p.corsHeaders(undefined, "open"), { vary: "Origin" });
+    assert.deepEqual(corsHeaders(p, EVIL, "open"), { vary: "Origin" });
+    assert.deepEqual(corsHeaders(p, undefined, "open"), { vary: "Origin" });
   });
 
   test("'*' allows any origin on open paths, never on control paths", () => {
     const p = policy({ corsOrigins: ["*"] });
-    assert.equal(p.corsHeaders(EVIL, "open")?.["access-control-allow-origin"], EVIL);
-    assert.deepEqual(p.corsHeaders(EVIL, "control"), { vary: "Origin" });
-    assert.equal(refusedPreflight(p.preflight(EVIL, "control")).status, 403);
+    assert.equal(corsHeaders(p, EVIL, "open")?.["access-control-allow-origin"], EVIL);
+    assert.deepEqual(corsHeaders(p, EVIL, "control"), { vary: "Origin" });
+    assert.equal(refusedPreflight(preflight(p, EVIL, "control")).status, 403);
   });
 
   test("a preflight from an allowed origin: the methods, the headers (authorization included), max-age and Vary", () => {
-    const answer = policy({ corsOrigins: [APP] }).preflight(APP, "open");
+    const answer = preflight(policy({ corsOrigins: [APP] }), APP, "open");
     assert.ok(!(answer instanceof ShoalError), answer.message);
     assert.equal(answer["access-control-allow-origin"], APP);
     assert.equal(answer["access-control-allow-methods"], "GET, HEAD, POST");
@@ -118,13 +124,13 @@ describe("CORS", () => {
   });
 
   test("a preflight from an origin not allowed is a 403", () => {
-    const r = refusedPreflight(policy({ corsOrigins: [APP] }).preflight(EVIL, "open"));
+    const r = refusedPreflight(preflight(policy({ corsOrigins: [APP] }), EVIL, "open"));
     assert.equal(r.status, 403);
     assert.equal(r.publicMessage, `forbidden: origin '${EVIL}' is not allowed; list it in --cors-origins`);
   });
 
   test("a control path's preflight is answered for an origin listed by name", () => {
-    assert.ok(!(policy({ corsOrigins: [ADMIN] }).preflight(ADMIN, "control") instanceof ShoalError));
+    assert.ok(!(preflight(policy({ corsOrigins: [ADMIN] }), ADMIN, "control") instanceof ShoalError));
   });
 
   test("a preflight is OPTIONS with an Origin and Access-Control-Request-Method", () => {

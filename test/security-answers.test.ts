@@ -1,7 +1,7 @@
 /**
  * Answers a client cannot make the server write twice, or in a form its API cannot hold: one
- * writer per answer (the Exchange over a real node:http response, and the Bun front's response
- * adapter), binary outputs refused on the generate and stream routes before anything is sent,
+ * writer per answer (the HttpReply over a real node:http response, and the Fetch-API response
+ * adapter Bun.serve answers through), binary outputs refused on the generate and stream routes before anything is sent,
  * a Worker's output that does not fit its API failing only its request, OpenAI bodies bounded
  * by --max-openai-size, and the HTTP thread free while the largest dialect bodies are handled.
  */
@@ -12,9 +12,11 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { ShoalError } from "../src/errors.js";
-import { Exchange, sendError, type Answered } from "../src/http/reply.js";
+import { HttpReply, type ReplyDoor } from "../src/http/http-reply.js";
+import { sendError } from "../src/http/send.js";
 import { ByteBudget } from "../src/serving/byte-budget.js";
-import { BunResponse, type BunRequest, type Watch } from "../src/http/bun/bun-exchange.js";
+import type { FetchRequest, RequestWatch } from "../src/http/fetch/fetch-request.js";
+import { FetchResponse } from "../src/http/fetch/fetch-response.js";
 import type { Dialect } from "../src/http/dialect.js";
 import { streamPolicy } from "../src/stage-options.js";
 import { Task } from "../src/scheduling/task.js";
@@ -56,10 +58,10 @@ describe("one writer per answer", () => {
     server.close();
   });
 
-  /** An exchange of one accepted request on `res`, with the exceptions its front was told of. */
-  function exchangeOn(res: ServerResponse, dialect?: Dialect, stream = false): { exchange: Exchange; task: Task; unexpected: unknown[] } {
+  /** The reply of one accepted request on `res`, with the exceptions its door was told of. */
+  function httpReplyOn(res: ServerResponse, dialect?: Dialect, stream = false): { httpReply: HttpReply; task: Task; unexpected: unknown[] } {
     const unexpected: unknown[] = [];
-    const front: Answered = {
+    const door: ReplyDoor = {
       accessLog: undefined,
       draining: false,
       answered: () => {},
@@ -70,23 +72,23 @@ describe("one writer per answer", () => {
         else r.destroy();
       },
     };
-    const exchange = new Exchange(front, "/t", performance.now(), res, "r1", new ByteBudget(1 << 20).hold(), 0, dialect);
+    const httpReply = new HttpReply(door, "/t", performance.now(), res, "r1", new ByteBudget(1 << 20).hold(), 0, dialect);
     const meta = { requestId: "r1", headers: {}, deadline: Date.now() + 5000, route: "/t" };
-    const task = new Task([{ admit: () => undefined }], meta, performance.now() + 5000, new Uint8Array(), undefined, exchange);
-    exchange.task = task;
+    const task = new Task([{ admit: () => undefined }], meta, performance.now() + 5000, new Uint8Array(), undefined, httpReply);
+    httpReply.task = task;
     if (stream) {
       const metrics = { started: () => {}, ended: () => {}, cancelled: () => {} };
-      exchange.stream = { transport: "sse", policy: streamPolicy("t", true)!, deadline: performance.now() + 5000, timeoutMs: 5000, keepAliveMs: 5, metrics };
+      httpReply.stream = { transport: "sse", policy: streamPolicy("t", true)!, deadline: performance.now() + 5000, timeoutMs: 5000, keepAliveMs: 5, metrics };
     }
-    return { exchange, task, unexpected };
+    return { httpReply, task, unexpected };
   }
 
-  /** Runs `act` on the exchange of one request and reads what its client got. */
-  async function answer(act: (x: ReturnType<typeof exchangeOn>) => void, dialect?: Dialect, stream = false): Promise<{ reply: Reply; unexpected: unknown[]; threw: unknown }> {
-    let made: ReturnType<typeof exchangeOn> | undefined;
+  /** Runs `act` on the reply of one request and reads what its client got. */
+  async function answer(act: (x: ReturnType<typeof httpReplyOn>) => void, dialect?: Dialect, stream = false): Promise<{ reply: Reply; unexpected: unknown[]; threw: unknown }> {
+    let made: ReturnType<typeof httpReplyOn> | undefined;
     let threw: unknown;
     drive = (res) => {
-      made = exchangeOn(res, dialect, stream);
+      made = httpReplyOn(res, dialect, stream);
       try {
         act(made);
       } catch (err) {
@@ -114,12 +116,12 @@ describe("one writer per answer", () => {
   });
 
   test("every call after the answer is ignored: one 200, whatever comes next", async () => {
-    const { reply, threw, unexpected } = await answer(({ exchange }) => {
-      exchange.send(utf8('{"a":1}'), "application/json");
-      exchange.fail(new ShoalError("TIMEOUT", "late"));
-      exchange.send(utf8("again"), "text/plain");
-      exchange.chunk(utf8("a chunk"));
-      exchange.end();
+    const { reply, threw, unexpected } = await answer(({ httpReply }) => {
+      httpReply.send(utf8('{"a":1}'), "application/json");
+      httpReply.fail(new ShoalError("TIMEOUT", "late"));
+      httpReply.send(utf8("again"), "text/plain");
+      httpReply.chunk(utf8("a chunk"));
+      httpReply.end();
     });
     assert.equal(threw, undefined);
     assert.deepEqual(unexpected, []);
@@ -130,13 +132,13 @@ describe("one writer per answer", () => {
   test("a stream ended, then failed, chunked and ended again: its chunks and one end, no error event, no write after the end", async () => {
     const before = responseErrors.length;
     const { reply, threw } = await answer(
-      ({ exchange }) => {
-        exchange.chunk(utf8("one"));
-        exchange.chunk(utf8("two"));
-        exchange.end();
-        exchange.fail(new ShoalError("TIMEOUT", "late"));
-        exchange.chunk(utf8("three"));
-        exchange.end();
+      ({ httpReply }) => {
+        httpReply.chunk(utf8("one"));
+        httpReply.chunk(utf8("two"));
+        httpReply.end();
+        httpReply.fail(new ShoalError("TIMEOUT", "late"));
+        httpReply.chunk(utf8("three"));
+        httpReply.end();
       },
       undefined,
       true,
@@ -153,10 +155,10 @@ describe("one writer per answer", () => {
       },
     };
     const { threw, unexpected } = await answer(
-      ({ exchange }) => {
-        exchange.chunk(utf8("one"));
-        exchange.end();
-        exchange.end();
+      ({ httpReply }) => {
+        httpReply.chunk(utf8("one"));
+        httpReply.end();
+        httpReply.end();
       },
       dialect,
       true,
@@ -166,7 +168,7 @@ describe("one writer per answer", () => {
   });
 
   test("a response header node:http refuses (from a Worker) is a 500, not an exception", async () => {
-    const { reply, threw, unexpected } = await answer(({ exchange }) => exchange.send(utf8("{}"), "application/json", { "x-bad": "a\nb" }));
+    const { reply, threw, unexpected } = await answer(({ httpReply }) => httpReply.send(utf8("{}"), "application/json", { "x-bad": "a\nb" }));
     assert.equal(threw, undefined);
     assert.equal(unexpected.length, 1);
     assert.equal(reply.status, 500);
@@ -175,8 +177,8 @@ describe("one writer per answer", () => {
   test("a compressed answer whose client left before it was ready is dropped quietly", async () => {
     let finished: Promise<void> | undefined;
     drive = (res) => {
-      const { exchange } = exchangeOn(res);
-      exchange.send(new Uint8Array(64 * 1024).fill(0x61), "text/plain");
+      const { httpReply } = httpReplyOn(res);
+      httpReply.send(new Uint8Array(64 * 1024).fill(0x61), "text/plain");
       res.destroy();
       finished = sleep(50);
     };
@@ -185,14 +187,14 @@ describe("one writer per answer", () => {
   });
 });
 
-describe("the Bun front's response adapter writes its head once", () => {
-  function bunResponse(): BunResponse {
-    const req = Object.assign(new EventEmitter(), { gone: false, headers: {}, unread: () => {}, answered: () => {}, socket: { destroy: () => {} } }) as unknown as BunRequest;
-    return new BunResponse(req, { delete: () => {} } as unknown as Watch);
+describe("the Fetch-API response adapter writes its head once", () => {
+  function fetchResponse(): FetchResponse {
+    const req = Object.assign(new EventEmitter(), { gone: false, headers: {}, unread: () => {}, answered: () => {}, socket: { destroy: () => {} } }) as unknown as FetchRequest;
+    return new FetchResponse(req, { delete: () => {} } as unknown as RequestWatch);
   }
 
   test("a second head, a header after the head, and a second end change nothing", async () => {
-    const res = bunResponse();
+    const res = fetchResponse();
     res.writeHead(400, { "content-type": "application/json", "x-first": "1" });
     res.writeHead(500, { "x-second": "2" });
     res.setHeader("x-third", "3");
@@ -208,7 +210,7 @@ describe("the Bun front's response adapter writes its head once", () => {
   });
 
   test("a stream's head is its first: a head written after its first chunk changes nothing", async () => {
-    const res = bunResponse();
+    const res = fetchResponse();
     res.writeHead(200, { "content-type": "text/event-stream" });
     res.write("data: 1\n\n");
     res.writeHead(500, { "content-type": "application/json" });

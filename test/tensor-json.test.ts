@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { toNested, type TensorValue } from "shoal/onnx";
 import { ValidationError } from "../src/errors.js";
-import { ElementBudget } from "../src/tensor/budget.js";
+import { ElementBudget } from "../src/tensor/element-budget.js";
 import type { TensorType } from "../src/tensor/datatypes.js";
 import { readTensor } from "../src/tensor/read-tensor.js";
 import type { TensorSpec } from "../src/tensor/tensor.js";

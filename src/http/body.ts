@@ -1,7 +1,6 @@
 import type { HttpRequest } from "./http-message.js";
 import { ShoalError } from "../errors.js";
 import type { Hold } from "../serving/byte-budget.js";
-import type { Linger } from "./node/connection.js";
 
 /** A request body as read: the bytes, and the buffer that moves to a worker without a copy. */
 export interface Body {
@@ -33,6 +32,12 @@ export interface BodyReading {
  * down): a reader still reading it refuses it with that error and `close` set.
  */
 export const BODY_FAILED = Symbol("body failed");
+
+/** How long and how much a closing connection goes on reading what its client still sends. */
+export interface Linger {
+  ms: number;
+  bytes: number;
+}
 
 // Once a body is refused, the rest of it is read and dropped, up to this many more bytes (or the
 // limit, if larger) and for this long, before the connection is closed.

@@ -1,20 +1,11 @@
 import type { HttpRequest, HttpResponse } from "./http-message.js";
 import { ShoalError } from "../errors.js";
 import type { Metrics } from "../metrics/registry.js";
-import { sendBody, sendError, sendJson, sendPage } from "./reply.js";
+import { sendBody, sendError, sendJson, sendPage } from "./send.js";
 import type { ApiDocs } from "./docs.js";
+import type { Health } from "../serving/health.js";
 
 const GET_ONLY = "GET, HEAD";
-
-/** What the HTTP front asks the server about its health. */
-export interface Health {
-  /** Why the server is not ready, or undefined when it is. */
-  notReady(): string | undefined;
-  /** What keeps a ready server below full strength (worker slots in back-off), or undefined. */
-  degraded(): string | undefined;
-  /** Why the server should be replaced (too many worker restarts), or undefined while it is healthy. */
-  unhealthy(): string | undefined;
-}
 
 /** What the built-in paths show. */
 export interface BuiltinState {

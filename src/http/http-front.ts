@@ -8,14 +8,16 @@ import type { RequestMeta, V2Identity } from "../worker.js";
 import type { AccessPolicy } from "../serving/access-policy.js";
 import { AccessLog } from "./access-log.js";
 import { streamPolicy } from "../stage-options.js";
-import { Exchange, sendError, sendFailure, type Answered } from "./reply.js";
+import { HttpReply, type ReplyDoor } from "./http-reply.js";
+import { sendError, sendFailure } from "./send.js";
 import type { Dialect, DialectRequest } from "./dialect.js";
 import type { Delegate, Intake } from "./intake.js";
 import { negotiate } from "./stream-reply.js";
 import { BODY_FAILED, receiveBody, type Body } from "./body.js";
 import type { Admission } from "../serving/admission.js";
 import type { Hold } from "../serving/byte-budget.js";
-import { serveBuiltin, type BuiltinState, type Health } from "./builtin.js";
+import { serveBuiltin, type BuiltinState } from "./builtin.js";
+import type { Health } from "../serving/health.js";
 import { decodeBody } from "./compression.js";
 import { answerCors } from "./cors.js";
 import type { ApiDocs } from "./docs.js";
@@ -63,7 +65,7 @@ const abandonBody = (req: HttpRequest, error: ShoalError) => req.emit(BODY_FAILE
  * admits enters the serving core. It never runs user code nor decodes bodies: it hands bytes to
  * the route's first stage. Its listener is the runtime's own HTTP server, chosen by its maker.
  */
-export class HttpFront implements Intake, Answered, BuiltinState {
+export class HttpFront implements Intake, ReplyDoor, BuiltinState {
   readonly access: AccessPolicy;
   readonly metrics: Metrics;
   readonly docs: ApiDocs;
@@ -153,9 +155,9 @@ export class HttpFront implements Intake, Answered, BuiltinState {
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
     const route = this.#routes.get(path);
-    if (answerCors(this.access, req, res, requestId, path, route !== undefined)) return;
+    const delegate = route === undefined ? this.#delegates.find(({ prefix }) => path === prefix || path.startsWith(`${prefix}/`)) : undefined;
+    if (answerCors(this.access, req, res, requestId, path, route !== undefined, delegate)) return;
     if (route === undefined) {
-      const delegate = this.#delegates.find(({ prefix }) => path === prefix || path.startsWith(`${prefix}/`));
       if (delegate !== undefined) delegate.handle(req, res, path, requestId, arrival);
       else serveBuiltin(path, req, res, requestId, this);
       return;
@@ -251,12 +253,12 @@ export class HttpFront implements Intake, Answered, BuiltinState {
       transport === undefined && request?.meta === undefined && v2 === undefined
         ? { requestId, headers: req.headers, deadline, route: path }
         : { requestId, headers: req.headers, deadline, route: path, ...(v2 === undefined ? undefined : { v2 }), ...request?.meta, ...(transport === undefined ? undefined : { stream: true }) };
-    const exchange = new Exchange(this, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
+    const reply = new HttpReply(this, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
     if (transport !== undefined) {
       const streamMs = config.streamTimeoutMs;
-      exchange.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
+      reply.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
     }
-    const task = this.#admission.enter(steps, meta, arrival, timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, exchange, transport !== undefined);
+    const task = this.#admission.enter(steps, meta, arrival, timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, reply, transport !== undefined);
     res.on("close", () => task.drop());
   }
 

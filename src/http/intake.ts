@@ -3,9 +3,10 @@ import type { AccessPolicy } from "../serving/access-policy.js";
 import type { Step } from "../scheduling/task.js";
 import type { V2Identity } from "../worker.js";
 import type { Dialect } from "./dialect.js";
+import type { CorsScoped } from "./cors.js";
 
-/** A handler the front gives every request under its prefix (the V2 protocol under `/v2`). */
-export interface Delegate {
+/** A handler the front gives every request under its prefix (the V2 protocol under `/v2`), which says the CORS scope of its paths. */
+export interface Delegate extends CorsScoped {
   /** Paths equal to it or under it (`/v2`, `/v2/...`) are its own. */
   readonly prefix: string;
   /** `arrival`: the request's first byte, on the performance.now() clock. */

@@ -65,11 +65,11 @@ export interface StreamOptions {
  * The streamed answer of one request, from its first chunk: writes the head, frames each chunk,
  * keeps an idle SSE stream alive, holds the stream to its deadline, and deals with a client that
  * reads slower than chunks come (the Worker's `whenFull`: pause its generator until the backlog
- * is read, or fail the stream). Its {@link Exchange} makes it on a response nothing was written
+ * is read, or fail the stream). Its {@link HttpReply} makes it on a response nothing was written
  * on; once it has ended, or its client left, it writes nothing more (a keep-alive timer
  * included).
  */
-export class StreamAnswer {
+export class StreamReply {
   chunks = 0;
   /** Bytes written, framing included. */
   bytes = 0;

@@ -10,5 +10,5 @@ export { readTensor } from "../tensor/read-tensor.js";
 export { toNested } from "../tensor/write.js";
 export { formatShape } from "../tensor/shape.js";
 export type { TensorType, TypedArray } from "../tensor/datatypes.js";
-export { ElementBudget } from "../tensor/budget.js";
+export { ElementBudget } from "../tensor/element-budget.js";
 export type { RequestLimits } from "../limits.js";

@@ -7,7 +7,7 @@ import { basename } from "node:path";
 import type { InferenceSession, Tensor } from "onnxruntime-node";
 import { json, msgpack, type Codec } from "../codecs.js";
 import { ValidationError } from "../errors.js";
-import { ElementBudget } from "../tensor/budget.js";
+import { ElementBudget } from "../tensor/element-budget.js";
 import { isTensorType, TENSOR_TYPES, type TypedArray } from "../tensor/datatypes.js";
 import { readFloatTensors, type FloatInputs } from "../tensor/json-floats.js";
 import { readTensor } from "../tensor/read-tensor.js";

@@ -2,7 +2,16 @@ import type { PoolGauges } from "../metrics/registry.js";
 import type { ModelPool } from "../models/model-pool.js";
 import type { Stage } from "../scheduling/stage.js";
 import type { RestartLimit } from "../workers/restart-policy.js";
-import type { Health } from "../http/builtin.js";
+
+/** What the doors ask the server about its health. */
+export interface Health {
+  /** Why the server is not ready, or undefined when it is. */
+  notReady(): string | undefined;
+  /** What keeps a ready server below full strength (worker slots in back-off), or undefined. */
+  degraded(): string | undefined;
+  /** Why the server should be replaced (too many worker restarts), or undefined while it is healthy. */
+  unhealthy(): string | undefined;
+}
 
 /** What health needs of a pool of workers. */
 interface Workers {

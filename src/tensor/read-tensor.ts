@@ -3,7 +3,7 @@
  * bytes) into a {@link TensorValue}, checked against what the model expects of it.
  */
 import { ValidationError } from "../errors.js";
-import { ElementBudget } from "./budget.js";
+import { ElementBudget } from "./element-budget.js";
 import { fromBytes } from "./bytes.js";
 import { arrayOf, floatOverflow, fromOnnxType, valuesOf, type TensorType, type TypedArray } from "./datatypes.js";
 import { findNestingFault, nestedShape, readBool, readElements, type ElementReader } from "./nested.js";

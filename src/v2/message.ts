@@ -1,7 +1,7 @@
 /** What V2 requests and responses share: their tensor lists and their optional fields. */
 import { ClientError } from "../errors.js";
 import type { RequestLimits } from "../limits.js";
-import { ElementBudget } from "../tensor/budget.js";
+import { ElementBudget } from "../tensor/element-budget.js";
 import type { BinaryTail } from "./binary.js";
 import { describe } from "./json-data.js";
 import { decodeTensor, encodeTensor, isObject, type TensorRole } from "./tensor.js";

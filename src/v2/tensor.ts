@@ -4,7 +4,7 @@
  * {@link V2Tensor} either way.
  */
 import { ClientError, EncodingError } from "../errors.js";
-import type { ElementBudget } from "../tensor/budget.js";
+import type { ElementBudget } from "../tensor/element-budget.js";
 import { holds, isNumeric, isV2Datatype, typedArrayFor, V2_DATATYPES } from "../tensor/datatypes.js";
 import { elementCount, formatShape } from "../tensor/shape.js";
 import { type BinaryTail, readBinaryData, writeBinaryData } from "./binary.js";

@@ -27,8 +27,11 @@ export interface V2Worker extends Worker {
   readonly adapter: Adapter;
 }
 
-/** A request between the Worker's `decode` and its `encode`, and then its encoded response. */
-interface Exchange {
+/**
+ * One batch item as V2 sees it: the request `decode` read, kept for `encode`, and the response
+ * `encode` wrote, kept for the answer's content-type and headers.
+ */
+interface V2Item {
   request: V2InferenceRequest;
   response?: V2Body;
 }
@@ -37,10 +40,10 @@ interface Exchange {
 const JOINED = Symbol("joined outputs");
 type Joined = { [JOINED]: V2Tensor[] };
 
-// A request's exchange rides on the meta object the runner hands to `decode` and `encode`, which
+// An item's V2 request and response ride on the meta object the runner hands to `decode` and `encode`, which
 // lives as long as its item: a WeakMap would do the same at a cost to every garbage collection.
-const EXCHANGE = Symbol("v2 exchange");
-type Carrier = RequestMeta & { [EXCHANGE]?: Exchange };
+const V2_ITEM = Symbol("v2 item");
+type Carrier = RequestMeta & { [V2_ITEM]?: V2Item };
 
 /**
  * A model's Worker class that speaks V2: `decode` reads a V2 request within the worker's limits
@@ -83,7 +86,7 @@ export function speakingV2<W extends Worker>(
     override decode(body: Uint8Array | V2Pieces, meta: RequestMeta): unknown {
       const request = readV2Request(body, headerLength(meta), meta, this.limits);
       const input = this.adapter.toInput(request);
-      (meta as Carrier)[EXCHANGE] = { request };
+      (meta as Carrier)[V2_ITEM] = { request };
       return input;
     }
 
@@ -94,21 +97,21 @@ export function speakingV2<W extends Worker>(
     }
 
     override encode(output: unknown, meta: RequestMeta): Uint8Array {
-      const exchange = (meta as Carrier)[EXCHANGE]!;
-      const { request } = exchange;
+      const item = (meta as Carrier)[V2_ITEM]!;
+      const { request } = item;
       const outputs = (output as Partial<Joined>)[JOINED] ?? this.adapter.toTensors(output);
       const response = { model_name: model.name, outputs, ...(model.version === "" ? {} : { model_version: model.version }), ...(request.id === undefined ? {} : { id: request.id }) };
       // The codec keeps the outputs the request names, in its order, and refuses unknown names.
-      exchange.response = encodeV2Response(response, request, meta.generate !== undefined);
-      return exchange.response.body;
+      item.response = encodeV2Response(response, request, meta.generate !== undefined);
+      return item.response.body;
     }
 
     override responseType(meta: RequestMeta): string {
-      return (meta as Carrier)[EXCHANGE]?.response?.contentType ?? this.contentType;
+      return (meta as Carrier)[V2_ITEM]?.response?.contentType ?? this.contentType;
     }
 
     override responseHeaders(meta: RequestMeta): Record<string, string> | undefined {
-      const length = (meta as Carrier)[EXCHANGE]?.response?.headerLength;
+      const length = (meta as Carrier)[V2_ITEM]?.response?.headerLength;
       return length === undefined ? undefined : { [HEADER_LENGTH]: String(length) };
     }
   };

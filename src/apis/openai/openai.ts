@@ -4,7 +4,7 @@ import { z } from "zod";
 import { ShoalError } from "../../errors.js";
 import type { Step } from "../../scheduling/task.js";
 import type { TextChunk, TextRequest } from "../../text-generation.js";
-import { sendFailure, sendJson } from "../../http/reply.js";
+import { sendFailure, sendJson } from "../../http/send.js";
 import type { Dialect, DialectRequest } from "../../http/dialect.js";
 import type { Delegate, Intake } from "../../http/intake.js";
 
@@ -61,7 +61,7 @@ export class OpenAIHandler implements Delegate {
   handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void {
     const endpoint: Endpoint | undefined = path === "/v1/completions" ? "completions" : path === "/v1/chat/completions" ? "chat" : undefined;
     if (endpoint !== undefined) {
-      this.front.accept(path, [], req, res, requestId, arrival, new OpenAIExchange(endpoint, this.models, this.maxBytes));
+      this.front.accept(path, [], req, res, requestId, arrival, new OpenAIDialect(endpoint, this.models, this.maxBytes));
       return;
     }
     if (path !== "/v1/models") {
@@ -77,7 +77,7 @@ export class OpenAIHandler implements Delegate {
   }
 }
 
-/** Errors in OpenAI's shape, for answers outside an exchange. */
+/** Errors in OpenAI's shape, for answers made without a request's dialect (an unknown path, a method not allowed). */
 const OPENAI_ERRORS: Dialect = { error: (error) => openAIError(error) };
 
 // OpenAI's error body: its type by status, and a code (the error table's, lower-cased; an
@@ -88,7 +88,7 @@ function openAIError(error: ShoalError, code: string | null = error.code === "NO
 }
 
 /** One OpenAI request: reads its body into a {@link TextRequest}, and shapes each chunk, its answer and its errors as OpenAI does. */
-class OpenAIExchange implements Dialect {
+class OpenAIDialect implements Dialect {
   readonly #id: string;
   readonly #created = Math.floor(Date.now() / 1000);
   #model = "";

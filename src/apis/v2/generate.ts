@@ -8,7 +8,7 @@ import type { Dialect, DialectRequest } from "../../http/dialect.js";
  * of a stream) as a JSON object of outputs by name (workers/generate.ts): the HTTP thread never
  * parses it. A client of `/generate_stream` takes Server-Sent Events.
  */
-export class GenerateExchange implements Dialect {
+export class GenerateDialect implements Dialect {
   constructor(
     /** The model's inputs, as far as it knows them yet, to type the request's fields. */
     readonly inputs: readonly TensorMetadata[],

@@ -1,16 +1,18 @@
 import type { HttpRequest, HttpResponse } from "../../http/http-message.js";
 import { ShoalError } from "../../errors.js";
-import { CONTROL_PATH } from "../../serving/access-policy.js";
 import { SERVER_METADATA, type V2DataPlane } from "../../serving/data-plane.js";
-import { sendError, sendJson } from "../../http/reply.js";
+import { sendError, sendJson } from "../../http/send.js";
 import { readBody } from "../../http/body.js";
-import { GenerateExchange, INFER_STREAM } from "./generate.js";
+import { GenerateDialect, INFER_STREAM } from "./generate.js";
 import type { Delegate, Intake } from "../../http/intake.js";
+import type { CorsScope } from "../../http/cors.js";
 import { RouteModel } from "../../serving/route-model.js";
 
 // /v2/models/{m}[/versions/{v}][/{action}]: action is "" (metadata), ready, config, stats, or an inference.
 const MODEL_PATH = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?(?:\/(ready|infer|infer_stream|generate|generate_stream|config|stats))?$/;
 const INFERENCES = new Set(["infer", "infer_stream", "generate", "generate_stream"]);
+// A control request: /v2/repository/models/{m}/load or .../unload.
+const CONTROL_PATH = /^\/v2\/repository\/models\/([^/]+)\/(load|unload)$/;
 // Control bodies (the index's `{"ready": true}`) are small; anything larger is refused.
 const CONTROL_BODY_BYTES = 64 * 1024;
 
@@ -28,6 +30,11 @@ export class V2Handler implements Delegate {
     /** What the HTTP door lends: accepting an inference request, and its guards. */
     readonly front: Intake,
   ) {}
+
+  /** Load and unload answer only origins listed by name; every other V2 path, any allowed origin. */
+  corsScope(path: string): CorsScope {
+    return CONTROL_PATH.test(path) ? "control" : "open";
+  }
 
   handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void {
     try {
@@ -116,7 +123,7 @@ export class V2Handler implements Delegate {
     const target = plane.find(name, version);
     // The generate extension types a request's fields by the model's inputs, as far as it knows them yet.
     const inputs = () => (target instanceof RouteModel ? target.metadata().inputs : (target.metadata?.inputs ?? []));
-    const dialect = action === "infer" ? undefined : action === "infer_stream" ? INFER_STREAM : new GenerateExchange(inputs(), action === "generate_stream");
+    const dialect = action === "infer" ? undefined : action === "infer_stream" ? INFER_STREAM : new GenerateDialect(inputs(), action === "generate_stream");
     this.front.accept(plane.inferPath(target, action), plane.stepsOf(target), req, res, requestId, arrival, dialect, plane.identityOf(target));
   }
 

@@ -1,10 +1,22 @@
 import type { AddressInfo } from "node:net";
 import type { ServerConfig } from "../../config.js";
-import { BunRequest, BunResponse, Watch, type BunServer } from "./bun-exchange.js";
+import { FetchRequest } from "../fetch/fetch-request.js";
+import { FetchResponse } from "../fetch/fetch-response.js";
+import type { IncomingHttpHeaders } from "../http-message.js";
+import { Watch, type BunTimeouts } from "./watch.js";
 import { listenError, type Handle, type Listener } from "../listener.js";
 import { requestIdOf } from "../../serving/request-id.js";
 
 // What Shoal uses of Bun's own API (no type package needed at build time).
+interface BunServer extends BunTimeouts {
+  readonly port: number;
+  readonly hostname: string;
+  stop(closeActiveConnections?: boolean): Promise<void>;
+}
+// Bun's Headers read into an object of lower-cased names at once.
+interface BunHeaders extends Headers {
+  toJSON(): IncomingHttpHeaders;
+}
 interface BunServeOptions {
   port: number;
   hostname: string;
@@ -32,7 +44,7 @@ const MAX_IDLE_S = 255;
 
 /**
  * The front's listener on Bun.serve, Bun's native HTTP server: each Request becomes a
- * {@link BunRequest} and {@link BunResponse} for the same handlers as node:http's, and the
+ * {@link FetchRequest} and {@link FetchResponse} for the same handlers as node:http's, and the
  * answer they write becomes the Response.
  *
  * What node:http does by flags and Bun does its own way: Bun parses requests and closes silent
@@ -68,8 +80,8 @@ export class BunListener implements Listener {
         maxRequestBodySize: Number.MAX_SAFE_INTEGER,
         development: false,
         fetch: (request, server) => {
-          const req = new BunRequest(request, performance.now());
-          const res = new BunResponse(req, (watch ??= new Watch(server, busyS, idleS)));
+          const req = new FetchRequest(request, performance.now(), (request.headers as BunHeaders).toJSON());
+          const res = new FetchResponse(req, (watch ??= new Watch(server, busyS, idleS)));
           this.#handle(req, res, requestIdOf(req.headers["x-request-id"]), req.arrival);
           if (!res.writableEnded) watch.add(req);
           return res.answer;

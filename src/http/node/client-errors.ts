@@ -3,7 +3,7 @@ import { STATUS_CODES, type ServerOptions } from "node:http";
 import type { Socket } from "node:net";
 import type { ServerConfig } from "../../config.js";
 import { ShoalError } from "../../errors.js";
-import { JSON_TYPE, sendError } from "../reply.js";
+import { JSON_TYPE, sendError } from "../send.js";
 import { BODY_FAILED } from "../body.js";
 import { Connection } from "./connection.js";
 

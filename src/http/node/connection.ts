@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import type { Linger } from "../body.js";
 
 /** The latest request received on a connection, with what its answer needs. */
 export interface Received {
@@ -16,12 +17,6 @@ interface Parser {
 }
 
 const connections = new WeakMap<Socket, Connection>();
-
-/** How long and how much a closing connection goes on reading what its client still sends. */
-export interface Linger {
-  ms: number;
-  bytes: number;
-}
 
 /**
  * What the front knows of one client connection: when the request now being received began,

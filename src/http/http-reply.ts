@@ -1,53 +1,16 @@
-import type { OutgoingHttpHeaders, HttpResponse } from "./http-message.js";
+import type { HttpResponse } from "./http-message.js";
 import { ShoalError } from "../errors.js";
 import type { Reply, Task } from "../scheduling/task.js";
 import type { AccessLog } from "./access-log.js";
 import type { Hold } from "../serving/byte-budget.js";
 import type { Dialect } from "./dialect.js";
-import type { Page } from "./docs.js";
 import { compress, MIN_COMPRESSED_BYTES, responseEncoding } from "./compression.js";
+import { sendBody, sendFailure } from "./send.js";
 import { serverTiming } from "./server-timing.js";
-import { StreamAnswer, type StreamOptions } from "./stream-reply.js";
+import { StreamReply, type StreamOptions } from "./stream-reply.js";
 
-export const JSON_TYPE = "application/json";
-
-/**
- * Writes a whole answer, unless one was written or begun on `res` already or its client left:
- * a request is answered once, whoever asks for a second answer (node:http throws on a second
- * head). Returns whether it was written.
- */
-export function sendBody(res: HttpResponse, status: number, headers: OutgoingHttpHeaders, body: Uint8Array | string): boolean {
-  if (res.headersSent || res.writableEnded || res.destroyed) return false;
-  res.writeHead(status, headers);
-  res.end(body);
-  return true;
-}
-
-/** Answers with `value` as JSON; returns the body's bytes (0 when nothing could be answered). */
-export function sendJson(res: HttpResponse, requestId: string, status: number, value: unknown, headers?: OutgoingHttpHeaders): number {
-  if (res.headersSent || res.destroyed) return 0;
-  const body = JSON.stringify(value);
-  const bytes = Buffer.byteLength(body);
-  return sendBody(res, status, { ...headers, "content-type": JSON_TYPE, "content-length": bytes, "x-request-id": requestId }, body) ? bytes : 0;
-}
-
-/** Answers with a page of the API docs. */
-export function sendPage(res: HttpResponse, requestId: string, page: Page): void {
-  sendBody(res, 200, { "content-type": page.contentType, "content-length": page.body.byteLength, "cache-control": page.cacheControl, "x-request-id": requestId }, page.body);
-}
-
-/** Every error answer: the table's status and `{"error": "<prefix>: <detail>"}`; returns the body's bytes. */
-export function sendError(res: HttpResponse, requestId: string, error: ShoalError, headers?: OutgoingHttpHeaders): number {
-  return sendJson(res, requestId, error.status, { error: error.publicMessage }, headers);
-}
-
-/** An error's answer: in the dialect's shape when the request has one, else Shoal's; returns the body's bytes. */
-export function sendFailure(res: HttpResponse, requestId: string, error: ShoalError, dialect: Dialect | undefined, headers?: OutgoingHttpHeaders): number {
-  return dialect?.error === undefined ? sendError(res, requestId, error, headers) : sendJson(res, requestId, error.status, dialect.error(error), headers);
-}
-
-/** What an accepted request's answer tells the front. */
-export interface Answered {
+/** What the HTTP door lends the reply of each request it accepted. */
+export interface ReplyDoor {
   /** Set when the access log is on. */
   readonly accessLog: AccessLog | undefined;
   /** Counts an answer to a request of `path`. */
@@ -61,23 +24,24 @@ export interface Answered {
 }
 
 /**
- * The answer side of one accepted request, and the one writer of its answer: a whole answer, an
- * error, or a stream's head, chunks and end. Once the answer is given (or its stream ended),
- * every later call is ignored, whoever makes it (a stream whose last chunk does not fit its
- * dialect, a late timer); an exception while writing costs the request, never the process.
+ * The reply to one accepted HTTP request, the answer side of its task, and the one writer of its
+ * answer: a whole answer, an error, or a stream's head, chunks and end. Once the answer is given
+ * (or its stream ended), every later call is ignored, whoever makes it (a stream whose last
+ * chunk does not fit its dialect, a late timer); an exception while writing costs the request,
+ * never the process.
  */
-export class Exchange implements Reply {
+export class HttpReply implements Reply {
   timer: NodeJS.Timeout | undefined;
   task!: Task;
   /** Set when its client takes a stream. */
   stream: StreamOptions | undefined;
   // The stream, from its first chunk on.
-  #streaming: StreamAnswer | undefined;
+  #streaming: StreamReply | undefined;
   // The answer is given, or its stream ended: nothing more is written.
   #done = false;
 
   constructor(
-    readonly front: Answered,
+    readonly door: ReplyDoor,
     /** The path its answers are counted under. */
     readonly path: string,
     readonly arrival: number,
@@ -183,7 +147,7 @@ export class Exchange implements Reply {
 
   // The stream, started at its first chunk: from then on the whole stream's deadline holds.
   // Undefined when an answer was written on the response already, by whatever means.
-  #open(): StreamAnswer | undefined {
+  #open(): StreamReply | undefined {
     if (this.#streaming !== undefined) return this.#streaming;
     const { res, task } = this;
     if (res.headersSent || res.writableEnded) return undefined;
@@ -191,7 +155,7 @@ export class Exchange implements Reply {
     clearTimeout(this.timer);
     this.#lastIfDraining();
     this.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `the stream did not end within ${options.timeoutMs} ms`)), Math.max(0, options.deadline - performance.now()));
-    this.#streaming = new StreamAnswer(res, task, options, this.requestId, this.arrival, this.dialect);
+    this.#streaming = new StreamReply(res, task, options, this.requestId, this.arrival, this.dialect);
     return this.#streaming;
   }
 
@@ -205,19 +169,19 @@ export class Exchange implements Reply {
   // that throws): logged, and the request answered 500 or cut off; nothing more is written.
   #unexpected(err: unknown): void {
     this.#done = true;
-    this.front.unexpected(err, this.res, this.requestId);
+    this.door.unexpected(err, this.res, this.requestId);
   }
 
   // An answer given while the server drains says `connection: close` and ends its connection:
   // a client that sent its next request on it could otherwise have it cut off as the server
   // closes its connections.
   #lastIfDraining(): void {
-    if (this.front.draining) this.res.shouldKeepAlive = false;
+    if (this.door.draining) this.res.shouldKeepAlive = false;
   }
 
   #answered(status: number, bytesOut: number, ms: number): void {
-    this.front.answered(this.path, status, this.arrival);
-    const log = this.front.accessLog;
+    this.door.answered(this.path, status, this.arrival);
+    const log = this.door.accessLog;
     if (log?.sampled()) {
       const { task } = this;
       log.write(this.res.req, { requestId: this.requestId, status, durationMs: ms, bytesIn: this.bytesIn, bytesOut, route: this.path, steps: task.steps, task });
@@ -228,6 +192,6 @@ export class Exchange implements Reply {
     clearTimeout(this.timer);
     this.#streaming?.abandoned();
     this.hold.release();
-    this.front.released(this.task);
+    this.door.released(this.task);
   }
 }
