@@ -66,6 +66,8 @@ export class Task {
   streamed = false;
   /** While a worker holds it at a step that streams: tells the worker what to do with its stream. */
   control: ((action: StreamAction) => void) | undefined;
+  /** Its slot in the ledger of the front that accepted it, while it is there (-1: none; server/ledger.ts). */
+  ledgerSlot = -1;
 
   readonly #reply: Reply;
 

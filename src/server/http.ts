@@ -11,6 +11,7 @@ import { Exchange, sendError, sendFailure, type Answered } from "./answers.js";
 import type { Dialect, DialectRequest } from "./dialect.js";
 import type { Delegate, Intake } from "./intake.js";
 import { negotiate } from "./stream-answer.js";
+import { Ledger } from "./ledger.js";
 import { receiveBody, type Body } from "./body.js";
 import { ByteBudget, type Hold } from "./budget.js";
 import { serveBuiltin, type BuiltinState, type Health } from "./builtin.js";
@@ -61,7 +62,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   // When each request being handled arrived: its first byte (performance.now()).
   #inFlight = 0;
   /** The tasks of requests accepted and not yet answered. */
-  readonly #accepted = new Set<Task>();
+  readonly #accepted = new Ledger();
   #draining = false;
   /** Set when the server gave up: the answer of every request accepted from then on. */
   #abandoned: ShoalError | undefined;
@@ -148,7 +149,7 @@ export class HttpFront implements Intake, Answered, BuiltinState {
   abandon(error: ShoalError): void {
     this.#draining = true;
     this.#abandoned = error;
-    for (const task of this.#accepted) task.fail(error);
+    for (const task of this.#accepted.list()) task.fail(error);
   }
 
   /**
