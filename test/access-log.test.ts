@@ -4,6 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import type { Task } from "../src/scheduling/task.js";
+import { serverTiming as timingHeader } from "../src/http/server-timing.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
 import { assertError, fixture, post, send, sleep, startServer, type LogLine, type Reply, type ServerProcess } from "./helpers.js";
 
@@ -22,6 +24,22 @@ function serverTiming(reply: Reply): Record<string, number> {
   assert.ok(timing.queue! + timing.forward! <= timing.total! + 1e-9, `queue + forward <= total: ${header}`);
   return timing;
 }
+
+describe("the Server-Timing header", () => {
+  test("parts rounded down and the total up to hundredths of a ms, written as numbers are", () => {
+    const times = (queueMs: number, forwardMs: number) => ({ queueMs, forwardMs }) as Task;
+    assert.equal(timingHeader(times(0, 0), 0), "queue;dur=0, forward;dur=0, total;dur=0");
+    assert.equal(timingHeader(times(1.2399, 0.0501), 1.301), "queue;dur=1.23, forward;dur=0.05, total;dur=1.31");
+    assert.equal(timingHeader(times(12.3, 3000.0004), 3012.30001), "queue;dur=12.3, forward;dur=3000, total;dur=3012.31");
+    // As `String(Math.floor(ms * 100) / 100)` writes them, for any time.
+    for (let i = 0; i < 5000; i++) {
+      const [q, f] = [Math.random() * 10 ** (i % 6), Math.random() * 50];
+      const t = q + f + Math.random();
+      const expected = `queue;dur=${Math.floor(q * 100) / 100}, forward;dur=${Math.floor(f * 100) / 100}, total;dur=${Math.ceil(t * 100) / 100}`;
+      assert.equal(timingHeader(times(q, f), t), expected);
+    }
+  });
+});
 
 /** The access line of request `id`, once written. */
 function accessLine(server: ServerProcess, id: string): Promise<LogLine> {

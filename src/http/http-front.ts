@@ -185,7 +185,7 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
     }
     const admission = this.#admission;
     const hold = admission.hold();
-    admission.uploading(req, abandonBody);
+    const upload = admission.uploading(req, abandonBody);
     // A dialect's body parsed on this thread is bounded by what its parse may cost.
     const { maxRequestSize } = this.#config;
     const limit = dialect?.maxBytes === undefined ? maxRequestSize : Math.min(dialect.maxBytes, maxRequestSize);
@@ -199,13 +199,13 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
             else if (body.bytes.byteLength === 0) this.#refuse(incoming, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
             else this.#accept(incoming, body, hold);
           });
-          admission.uploaded(req);
+          admission.uploaded(upload);
         }),
       refused: (error, close) => {
         this.guard(res, requestId, () => this.#refuse(incoming, error, close ? { connection: "close" } : undefined, hold));
-        admission.uploaded(req);
+        admission.uploaded(upload);
       },
-      left: () => admission.uploaded(req),
+      left: () => admission.uploaded(upload),
     });
   }
 

@@ -70,6 +70,8 @@ export class Task {
   streamed = false;
   /** While a worker holds it at a step that streams: tells the worker what to do with its stream. */
   control: ((action: StreamAction) => void) | undefined;
+  /** Its slot in the serving core's ledger while it is in flight (-1: none; serving/ledger.ts). */
+  ledgerSlot = -1;
 
   readonly #reply: Reply;
 

@@ -2,6 +2,7 @@ import { ShoalError } from "../errors.js";
 import { Task, type Reply, type Step } from "../scheduling/task.js";
 import type { RequestMeta } from "../worker.js";
 import { ByteBudget, type Hold } from "./byte-budget.js";
+import { Ledger, type Slotted } from "./ledger.js";
 
 /**
  * How long a drain waits with no request arriving before it ends (clients still sending get
@@ -22,6 +23,12 @@ export interface Entrant extends Reply {
 /** What a request whose bytes are still arriving is told when the server gives up: a door's own, one for all its uploads. */
 export type Abandon<K> = (upload: K, error: ShoalError) => void;
 
+/** A request whose bytes are still arriving (a body, a gRPC message), as the admission holds it. */
+export interface Upload extends Slotted {
+  readonly key: object;
+  readonly abandon: Abandon<never>;
+}
+
 /**
  * The one place that admits a request, whatever door it came through (REST, gRPC, streams, the
  * OpenAI routes): the budget of request bytes, the ledger of requests in flight from their first
@@ -32,9 +39,9 @@ export class Admission {
   readonly #budget: ByteBudget;
   #inFlight = 0;
   /** The tasks of requests admitted and not yet answered. */
-  readonly #accepted = new Set<Task>();
-  /** Requests whose bytes are still arriving (a body, a gRPC message), each with what tells it the server gave up. */
-  readonly #uploads = new Map<object, Abandon<never>>();
+  readonly #accepted = new Ledger<Task>();
+  /** Requests whose bytes are still arriving, each with what tells it the server gave up. */
+  readonly #uploads = new Ledger<Upload>();
   /** What the doors have begun to read and not yet handed over (node:http's heads still arriving). */
   readonly #arriving: (() => number)[] = [];
   /** Requests arriving from then on (performance.now()) are refused: the drain's start. */
@@ -87,14 +94,18 @@ export class Admission {
     return this.#budget.hold();
   }
 
-  /** A request's bytes begin to arrive (`upload` stands for it): in flight for a drain until {@link uploaded}. */
-  uploading<K extends object>(upload: K, abandon: Abandon<K>): void {
-    this.#uploads.set(upload, abandon as Abandon<never>);
+  /** A request's bytes begin to arrive (`key` stands for it): in flight for a drain until {@link uploaded}. */
+  uploading<K extends object>(key: K, abandon: Abandon<K>): Upload {
+    const upload: Upload = { key, abandon: abandon as Abandon<never>, ledgerSlot: -1 };
+    this.#uploads.add(upload);
+    return upload;
   }
 
   /** Its bytes are in, refused, or their sender gone: it is in flight now only if it entered. */
-  uploaded(upload: object): void {
-    if (this.#uploads.delete(upload) && this.#uploads.size === 0 && this.#inFlight === 0) this.#drained?.();
+  uploaded(upload: Upload): void {
+    if (upload.ledgerSlot < 0) return;
+    this.#uploads.delete(upload);
+    if (this.#uploads.size === 0 && this.#inFlight === 0) this.#drained?.();
   }
 
   /**
@@ -165,7 +176,7 @@ export class Admission {
   abandon(error: ShoalError): void {
     this.#closingAt = Math.min(this.#closingAt, performance.now());
     this.#abandoned = error;
-    for (const task of this.#accepted) task.fail(error);
-    for (const [upload, abandon] of this.#uploads) (abandon as Abandon<object>)(upload, error);
+    for (const task of this.#accepted.list()) task.fail(error);
+    for (const { key, abandon } of this.#uploads.list()) (abandon as Abandon<object>)(key, error);
   }
 }
