@@ -17,7 +17,7 @@ import type { IncomingHttpHeaders } from "node:http2";
 import { ResponderBuilder, ServerInterceptingCall, type ServerInterceptingCallInterface, type ServerInterceptor, type ServiceDefinition } from "@grpc/grpc-js";
 import type { ServerConfig } from "../config.js";
 import type { Logger } from "../logger.js";
-import { gzip, MIN_COMPRESSED_BYTES } from "../http/compression.js";
+import { gzip, MIN_COMPRESSED_BYTES } from "../serving/gzip.js";
 import { frameOf, inferFrame, PREFIX, streamFrame, type Serialize } from "./frames.js";
 
 /** An answer in its frame, and its message gzipped when that was wanted and made it smaller. */

@@ -1,6 +1,9 @@
 import type { ServiceDefinition } from "@grpc/grpc-js";
 import { ShoalError } from "../errors.js";
 import { PREFIX } from "./frames.js";
+import { MESSAGE_BUFFER } from "./message-buffer.js";
+
+export { MESSAGE_BUFFER };
 
 /** A request message that is not valid protobuf for its call: answered INVALID_ARGUMENT by the handler. */
 export class Undecodable {
@@ -11,14 +14,6 @@ export class Undecodable {
   }
 }
 
-/**
- * On a decoded message: the ArrayBuffer its bytes fields view, when the message had that buffer
- * to itself. @grpc/grpc-js gives each message of 4 KiB or more (inflated or not) an ArrayBuffer of
- * its own, maybe with its 5-byte frame prefix, and drops it once decoded; the message's raw
- * contents may then move to a worker as they are, their buffer with them.
- */
-export const MESSAGE_BUFFER = Symbol("message buffer");
-// A message's 5-byte frame prefix (compressed flag and length), which may share its buffer.
 
 /**
  * The service with request decoders that never throw: a message that cannot be read becomes an

@@ -13,7 +13,7 @@ import { bytesOf } from "../tensor/bytes.js";
 import { isNumeric, isV2Datatype, typedArrayFor, type NumericDatatype, type V2Datatype } from "../tensor/datatypes.js";
 import { writeBinaryData } from "../v2/binary.js";
 import type { V2Pieces } from "../v2/types.js";
-import { MESSAGE_BUFFER } from "./decode.js";
+import { MESSAGE_BUFFER } from "./message-buffer.js";
 
 
 /** A parameter's value as proto-loader gives it (`oneofs: true`, 64-bit integers as strings). */

@@ -9,13 +9,9 @@ import { ShoalError } from "../errors.js";
 import type { Body } from "./body.js";
 import type { Hold } from "../serving/byte-budget.js";
 
-/** Answers smaller than this go as they are: compressing them costs more than it saves. */
-export const MIN_COMPRESSED_BYTES = 1024;
+import { gzip, MIN_COMPRESSED_BYTES, type Compress } from "../serving/gzip.js";
 
-type Compress = (body: Uint8Array, done: (err: Error | null, out: Buffer) => void) => void;
-
-/** gzip as answers are compressed with it, over HTTP and gRPC. */
-export const gzip: Compress = (body, done) => zlib.gzip(body, { level: 6 }, done);
+export { gzip, MIN_COMPRESSED_BYTES };
 
 // The encodings answers may take, in the server's order of preference among equals. Brotli's
 // default quality (11) is far too slow for answers; 4 compresses about as fast as gzip.
