@@ -13,8 +13,9 @@ export interface BodyReading {
   /** Largest body in bytes; a larger one is refused with 413. */
   limit: number;
   /**
-   * The request's share of the server's budget of body bytes: the body is held in it as it is
-   * read, and refused with 429 when it does not fit. Released here when the body is refused or
+   * The request's share of the server's budget of body bytes: the body is held in it as its
+   * bytes arrive (never by its declared length, which a slow client could hold without sending
+   * it), and refused with 429 when it does not fit, at once when its declared length does not. Released here when the body is refused or
    * its client leaves; after `done`, by whoever takes the body.
    */
   hold?: Hold;
@@ -116,7 +117,7 @@ export function receiveBody(req: HttpRequest, reading: BodyReading): void {
     }
     size += chunk.length;
     if (size > limit) refuse(tooLarge(limit), false);
-    else if (declared < 0 && hold !== undefined && !hold.take(chunk.length)) refuse(overBudget(), true);
+    else if (hold !== undefined && !hold.take(chunk.length)) refuse(overBudget(), true);
     else chunks.push(chunk);
   };
   const onEnd = () => {
@@ -151,7 +152,7 @@ export function receiveBody(req: HttpRequest, reading: BodyReading): void {
   req.on("close", onClose);
   req.on(BODY_FAILED, onFailed);
   if (declared > limit) refuse(tooLarge(limit), false);
-  else if (declared > 0 && hold !== undefined && !hold.take(declared)) refuse(overBudget(), true);
+  else if (declared > 0 && hold !== undefined && !hold.fits(declared)) refuse(overBudget(), true);
 }
 
 /**
