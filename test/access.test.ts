@@ -5,7 +5,7 @@ import { ShoalError } from "../src/errors.js";
 import { AccessPolicy, type AccessConfig, type Refusal } from "../src/serving/access-policy.js";
 import { corsHeaders, corsScope, isPreflight, preflight } from "../src/http/cors.js";
 import type { Intake } from "../src/http/intake.js";
-import { V2Handler } from "../src/apis/v2/v2-rest.js";
+import { V2Handler } from "../src/apis/v2/v2-handler.js";
 
 const ADMIN = "https://admin.example.com";
 const APP = "https://app.example.com";
