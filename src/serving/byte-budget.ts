@@ -1,3 +1,10 @@
+import { ShoalError } from "../errors.js";
+
+/** The 429 of a request whose bytes do not fit in what is left of the budget. */
+export function overBudget(): ShoalError {
+  return new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
+}
+
 /**
  * One request's share of a {@link ByteBudget}. It grows as the body is read and is released
  * once, whichever way the request ends: later releases do nothing, so every path that ends a
