@@ -16,6 +16,12 @@ export const CALL_SHARE = 8 * 1024;
 /** On a decoded inference message: the call it came on, which holds its bytes until {@link takeHold}. */
 export const ARRIVAL = Symbol("arrival");
 
+/** A message's bytes held since they arrived, and when its first byte came (performance.now()). */
+export interface Arrived {
+  readonly hold: Hold;
+  readonly at: number;
+}
+
 /** What a call's arrival needs of its door. */
 export interface ArrivalDoor {
   readonly admission: Admission;
@@ -41,10 +47,12 @@ export interface ArrivalDoor {
 export class CallArrival {
   readonly #share: Hold;
   #current: Hold;
+  // When the message arriving now began: the HEADERS, for the first.
+  #at = 0;
   // A streaming call's messages whole, not yet handed on: their bytes as they came.
-  readonly #whole: Hold[] = [];
+  readonly #whole: Arrived[] = [];
   // Decoded messages handed on and not yet taken by their handler: their inflated bytes.
-  readonly #given = new Map<object, Hold>();
+  readonly #given = new Map<object, Arrived>();
   readonly #frames: MessageFrames | undefined;
   // Messages begun and not handed on; the first is begun by the HEADERS.
   #pending = 1;
@@ -89,19 +97,20 @@ export class CallArrival {
   received(message: unknown): boolean {
     // A unary call's message may be decoded before its half close: its bytes so far are its.
     const raw = this.#frames === undefined ? this.#swap() : this.#whole.shift();
+    const at = raw?.at ?? performance.now();
     const bytes = typeof message === "object" && message !== null ? (message as { [MESSAGE_BYTES]?: number })[MESSAGE_BYTES] : undefined;
     if (bytes !== undefined) {
       const hold = this.door.admission.hold();
       if (!hold.take(bytes)) {
-        raw?.release();
+        raw?.hold.release();
         this.door.refused();
         this.end(new ShoalError("QUEUE_FULL", "the request bytes in flight leave no room for this message once inflated; retry later"));
         return false;
       }
-      this.#given.set(message as object, hold);
+      this.#given.set(message as object, { hold, at });
       (message as { [ARRIVAL]?: CallArrival })[ARRIVAL] = this;
     }
-    raw?.release();
+    raw?.hold.release();
     return true;
   }
 
@@ -115,11 +124,11 @@ export class CallArrival {
     this.#settled(this.#pending);
   }
 
-  /** The hold of `message`'s bytes, now its handler's to release. */
-  take(message: object): Hold | undefined {
-    const hold = this.#given.get(message);
+  /** The hold of `message`'s bytes, now its handler's to release, and when it began to arrive. */
+  take(message: object): Arrived | undefined {
+    const arrived = this.#given.get(message);
     this.#given.delete(message);
-    return hold;
+    return arrived;
   }
 
   /** Ends the call early with `error`'s status, and its stream, so that it holds nothing more. */
@@ -171,15 +180,16 @@ export class CallArrival {
     if (this.#frames !== undefined) this.#settled(this.#pending - this.#whole.length);
   }
 
-  #swap(): Hold {
-    const held = this.#current;
+  #swap(): Arrived {
+    const arrived = { hold: this.#current, at: this.#at };
     this.#current = this.door.admission.hold();
-    return held;
+    return arrived;
   }
 
   // A message's first byte, at `now`: its deadline, and the call in flight for a drain.
   #begun(now: number): void {
     const { admission, requestTimeoutMs } = this.door;
+    this.#at = now;
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => this.end(new ShoalError("TIMEOUT", `no whole request message within ${requestTimeoutMs} ms of its first byte (--request-timeout)`)), requestTimeoutMs);
     if (this.#upload === undefined && admission.refusal(now) === undefined) {
@@ -200,8 +210,8 @@ export class CallArrival {
     clearTimeout(this.#timer);
     this.#share.release();
     this.#current.release();
-    for (const hold of this.#whole.splice(0)) hold.release();
-    for (const hold of this.#given.values()) hold.release();
+    for (const { hold } of this.#whole.splice(0)) hold.release();
+    for (const { hold } of this.#given.values()) hold.release();
     this.#given.clear();
     this.#settled(this.#pending);
   }
@@ -212,7 +222,7 @@ export function arrivalOf(message: object): CallArrival | undefined {
   return (message as { [ARRIVAL]?: CallArrival })[ARRIVAL];
 }
 
-/** The hold of an inference message's bytes from its arrival, now the caller's; undefined for a message that came with none. */
-export function takeHold(message: object): Hold | undefined {
+/** The hold of an inference message's bytes from its arrival, now the caller's, and when it began; undefined for a message that came with none. */
+export function takeArrived(message: object): Arrived | undefined {
   return arrivalOf(message)?.take(message);
 }

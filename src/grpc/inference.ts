@@ -10,7 +10,7 @@ import type { Task } from "../scheduling/task.js";
 import type { Entrant } from "../serving/admission.js";
 import type { Hold } from "../serving/byte-budget.js";
 import type { ServingCore } from "../serving/core.js";
-import { arrivalOf, takeHold } from "./call-arrival.js";
+import { arrivalOf, takeArrived } from "./call-arrival.js";
 import { Undecodable } from "./decode.js";
 import { grpcError } from "./status.js";
 import { HEADER_LENGTH } from "../v2/binary.js";
@@ -155,13 +155,15 @@ export class GrpcInference {
   // Makes the task of one request and queues it; a request refused at once is answered through
   // `deliver` and has no task.
   #enter(request: InferRequestMessage, metadata: Metadata, callDeadline: Date | number, requestId: string, deliver: Deliver): Task | undefined {
-    const arrival = performance.now();
+    // The bytes the message came with, held since they arrived, are the request's now; it
+    // arrived with its first byte, as a REST request does.
+    const arrived = takeArrived(request);
+    const held = arrived?.hold;
+    const arrival = arrived?.at ?? performance.now();
     let path = "/v2/models/infer";
-    // The bytes the message came with, held since they arrived; the request's now.
-    const held = takeHold(request);
     try {
       const { admission, plane } = this.core;
-      admission.arrived(arrival);
+      if (arrived === undefined) admission.arrived(arrival);
       const refusal = admission.refusal(arrival);
       if (refusal !== undefined) throw refusal;
       const target = plane.find(request.model_name, request.model_version);
@@ -169,11 +171,12 @@ export class GrpcInference {
       const { body, bytes, transfer } = requestBody(request);
       const hold = held ?? admission.hold();
       if (!hold.take(Math.max(0, bytes - hold.bytes))) throw new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
-      // The sooner of the server's deadline and the call's, on the performance.now() clock.
-      const callMs = callDeadline instanceof Date ? callDeadline.getTime() - Date.now() : callDeadline - Date.now();
+      // The sooner of the server's deadline and the call's, from the first byte (the call's is from now).
+      const elapsed = performance.now() - arrival;
+      const callMs = (callDeadline instanceof Date ? callDeadline.getTime() : callDeadline) - Date.now() + elapsed;
       const timeoutMs = Math.min(this.timeoutMs, callMs);
       const answer = new GrpcAnswer(this.core, path, arrival, hold, deliver);
-      const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) }, deadline: Date.now() + timeoutMs, route: path, v2: plane.identityOf(target) };
+      const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) }, deadline: Date.now() - elapsed + timeoutMs, route: path, v2: plane.identityOf(target) };
       return admission.enter(plane.stepsOf(target), meta, arrival, timeoutMs, body, transfer, answer);
     } catch (err) {
       held?.release();
