@@ -1,4 +1,5 @@
 import { constants, type Http2Server, type ServerHttp2Session } from "node:http2";
+import type { Socket } from "node:net";
 
 /** What a gRPC connection is held to before its first call, and how often its client may ping it idle. */
 export interface ConnectionLimits {
@@ -22,15 +23,16 @@ export const MAX_PING_STRIKES = 2;
  * grpc-js's own options (grpc-front.ts).
  */
 export function guardConnections(listener: Http2Server, limits: ConnectionLimits): void {
+  // node:http2 makes a connection's session in its own listener of "connection", which runs
+  // first; the session's socket is a proxy that cannot be destroyed, and a client that never
+  // reads would hold a socket that is only ended.
+  let opening: ServerHttp2Session | undefined;
   listener.on("session", (session: ServerHttp2Session) => {
+    opening = session;
     let open = 0;
     let lastPing = -Infinity;
     let strikes = 0;
-    const silent = setTimeout(() => session.destroy(), limits.headersTimeoutMs);
-    silent.unref();
-    session.once("close", () => clearTimeout(silent));
     session.on("stream", (stream: { once(event: "close", fn: () => void): unknown }) => {
-      clearTimeout(silent);
       open++;
       strikes = 0;
       stream.once("close", () => open--);
@@ -45,5 +47,13 @@ export function guardConnections(listener: Http2Server, limits: ConnectionLimits
       session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM, 0, Buffer.from("too_many_pings"));
       session.close();
     });
+  });
+  listener.on("connection", (socket: Socket) => {
+    const session = opening;
+    opening = undefined;
+    const silent = setTimeout(() => socket.destroy(), limits.headersTimeoutMs);
+    silent.unref();
+    socket.once("close", () => clearTimeout(silent));
+    session?.once("stream", () => clearTimeout(silent));
   });
 }

@@ -1,0 +1,215 @@
+/**
+ * The gRPC port under the limits the REST port has: connections that never open a call, idle
+ * connections, calls that send HEADERS alone, calls past the limit per connection, clients that
+ * never read their stream's answers, health watchers, messages of millions of repeated entries,
+ * gzip that inflates past the byte budget, and a message still arriving when the drain begins.
+ * Each is done on a real server over raw sockets and HTTP/2 sessions.
+ */
+import assert from "node:assert/strict";
+import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from "node:http2";
+import { connect as tcp } from "node:net";
+import { readFileSync } from "node:fs";
+import { gzipSync } from "node:zlib";
+import { after, before, describe, test } from "node:test";
+import { metric, RUNTIME, sleep, waitFor, waitForMetric, type ServerProcess } from "./helpers.js";
+import { fp32, freePort, V2Client } from "./grpc-helpers.js";
+import { ModelRepo, serveRepository } from "./model-helpers.js";
+import { CALL_SHARE } from "../src/grpc/call-arrival.js";
+import { MAX_WATCHERS } from "../src/grpc/health-service.js";
+
+const INFER = "/inference.GRPCInferenceService/ModelInfer";
+const STREAM = "/inference.GRPCInferenceService/ModelStreamInfer";
+const WATCH = "/grpc.health.v1.Health/Watch";
+
+// The server's resident memory, in bytes (Linux).
+function rss(server: ServerProcess): number {
+  const status = readFileSync(`/proc/${server.proc.pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+}
+
+// A gRPC frame of `message`: its compressed flag and length, then its bytes.
+function frame(message: Buffer, compressed = false): Buffer {
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt8(compressed ? 1 : 0, 0);
+  prefix.writeUInt32BE(message.byteLength, 1);
+  return Buffer.concat([prefix, message]);
+}
+
+// Protobuf by hand: a length-delimited field, a string field.
+function field(number: number, bytes: Buffer | string): Buffer {
+  const value = typeof bytes === "string" ? Buffer.from(bytes) : bytes;
+  const varint: number[] = [];
+  for (let n = value.byteLength; ; n = Math.floor(n / 128)) {
+    if (n < 128) {
+      varint.push(n);
+      break;
+    }
+    varint.push((n % 128) | 0x80);
+  }
+  return Buffer.concat([Buffer.from([(number << 3) | 2, ...varint]), value]);
+}
+
+// A ModelInferRequest for `echo` with one FP32 input of `count` elements as raw contents.
+function inferMessage(count: number): Buffer {
+  const shape = Buffer.from([0x18, ...varintOf(count)]);
+  const input = Buffer.concat([field(1, "x"), field(2, "FP32"), shape]);
+  return Buffer.concat([field(1, "echo"), field(5, input), field(7, fp32(new Array(count).fill(0.5)))]);
+}
+
+function varintOf(n: number): number[] {
+  const out: number[] = [];
+  for (let v = n; ; v = Math.floor(v / 128)) {
+    if (v < 128) return [...out, v];
+    out.push((v % 128) | 0x80);
+  }
+}
+
+// A raw call, its answer's headers, trailers and bytes gathered as they come.
+function open(session: ClientHttp2Session, path: string, headers: Record<string, string> = {}) {
+  const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
+  const seen = { status: undefined as string | undefined, message: "", data: [] as Buffer[], closed: false, rstCode: -1 };
+  stream.on("error", () => {});
+  stream.on("response", (h) => {
+    if (h["grpc-status"] !== undefined) [seen.status, seen.message] = [String(h["grpc-status"]), decodeURIComponent(String(h["grpc-message"] ?? ""))];
+  });
+  stream.on("trailers", (h) => ([seen.status, seen.message] = [String(h["grpc-status"]), decodeURIComponent(String(h["grpc-message"] ?? ""))]));
+  stream.on("data", (chunk: Buffer) => seen.data.push(chunk));
+  stream.on("close", () => {
+    seen.closed = true;
+    seen.rstCode = stream.rstCode ?? -1;
+  });
+  return { stream, seen };
+}
+
+function session(port: number, settings: Record<string, number> = {}): ClientHttp2Session {
+  const s = connect(`http://127.0.0.1:${port}`, { settings });
+  s.on("error", () => {});
+  return s;
+}
+
+describe("gRPC connections and calls under the REST port's limits", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let port: number;
+
+  before(async () => {
+    repo.module("echo", "echo.ts", {});
+    port = await freePort();
+    server = await serveRepository(repo.dir, [
+      "--grpc-port", String(port),
+      "--headers-timeout", "500",
+      "--request-timeout", "1000",
+      "--max-connections", "4",
+      "--grpc-max-streams", "8",
+      "--grpc-idle-timeout", "1500",
+    ]);
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("a TCP connection that never sends a byte is closed after --headers-timeout", async () => {
+    const socket = tcp(port, "127.0.0.1");
+    socket.on("error", () => {});
+    // It reads (the server's SETTINGS), so that it sees the connection close.
+    socket.resume();
+    const start = performance.now();
+    await new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    const ms = performance.now() - start;
+    assert.ok(ms >= 400 && ms < 8000, `closed after ${Math.round(ms)} ms`);
+  });
+
+  test("--max-connections silent sockets do not shut the port: they are closed, and a client is answered", async () => {
+    const silent = Array.from({ length: 4 }, () => {
+      const socket = tcp(port, "127.0.0.1");
+      socket.on("error", () => {});
+      socket.resume();
+      return new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    });
+    await Promise.all(silent);
+    const client = new V2Client(port);
+    try {
+      assert.deepEqual(await client.call("ServerLive", {}, { deadlineMs: 5000 }), { live: true });
+    } finally {
+      client.close();
+    }
+  });
+
+  test("a connection with no call open is closed with GOAWAY after --grpc-idle-timeout", async () => {
+    const s = session(port);
+    const { stream, seen } = open(s, "/inference.GRPCInferenceService/ServerLive");
+    stream.end(frame(Buffer.alloc(0)));
+    await waitFor("the answer", () => seen.status);
+    assert.equal(seen.status, "0");
+    const goaway = await new Promise<number>((resolve) => s.once("goaway", (code) => resolve(code)));
+    assert.equal(goaway, constants.NGHTTP2_NO_ERROR);
+    s.destroy();
+  });
+
+  test("a call that sends HEADERS alone gets DEADLINE_EXCEEDED after --request-timeout, unary or streaming, and its stream is closed", async () => {
+    const s = session(port);
+    const calls = [open(s, INFER), open(s, STREAM)];
+    const start = performance.now();
+    await waitFor("both answered", () => (calls.every((c) => c.seen.closed) ? true : undefined), 10_000);
+    const ms = performance.now() - start;
+    for (const { seen } of calls) {
+      assert.equal(seen.status, "4", seen.message);
+      assert.match(seen.message, /--request-timeout/);
+    }
+    assert.ok(ms >= 800 && ms < 8000, `after ${Math.round(ms)} ms`);
+    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+    s.destroy();
+  });
+
+  test("a message begun and never finished gets DEADLINE_EXCEEDED too", async () => {
+    const s = session(port);
+    const { stream, seen } = open(s, INFER);
+    stream.write(frame(inferMessage(16)).subarray(0, 20));
+    await waitFor("answered", () => (seen.closed ? true : undefined), 10_000);
+    assert.equal(seen.status, "4", seen.message);
+    s.destroy();
+  });
+
+  test("--grpc-max-streams is the connection's SETTINGS_MAX_CONCURRENT_STREAMS, and streams past it are refused", async () => {
+    const s = session(port);
+    const settings = new Promise<{ maxConcurrentStreams?: number }>((resolve) => s.once("remoteSettings", resolve));
+    // Sent with the connection's preface, before the client has the server's SETTINGS.
+    const calls = Array.from({ length: 12 }, () => open(s, STREAM));
+    assert.equal((await settings).maxConcurrentStreams, 8);
+    await waitFor("every call ended", () => (calls.every((c) => c.seen.closed) ? true : undefined));
+    const refused = calls.filter((c) => c.seen.status === undefined);
+    assert.deepEqual(refused.map((c) => c.seen.rstCode), [constants.NGHTTP2_REFUSED_STREAM, constants.NGHTTP2_REFUSED_STREAM, constants.NGHTTP2_REFUSED_STREAM, constants.NGHTTP2_REFUSED_STREAM]);
+    assert.deepEqual(calls.filter((c) => c.seen.status !== undefined).map((c) => c.seen.status), new Array(8).fill("4"));
+    s.destroy();
+  });
+});
+
+describe("each open gRPC call holds its share of --max-inflight-bytes", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let port: number;
+
+  before(async () => {
+    repo.module("echo", "echo.ts", {});
+    port = await freePort();
+    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--max-request-size", "32768", "--max-inflight-bytes", String(8 * CALL_SHARE), "--request-timeout", "30000"]);
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("calls opened with HEADERS alone beyond the budget are reset; closing them returns it", { skip: RUNTIME === "bun" ? "Bun's HTTP/2 server resets the connection's other streams too (README: On Bun)" : false }, async () => {
+    const s = session(port);
+    const calls = Array.from({ length: 12 }, () => open(s, STREAM));
+    await waitFor("the calls past the budget reset", () => (calls.filter((c) => c.seen.closed).length >= 4 ? true : undefined));
+    assert.deepEqual(
+      calls.filter((c) => c.seen.closed).map((c) => c.seen.rstCode),
+      [constants.NGHTTP2_ENHANCE_YOUR_CALM, constants.NGHTTP2_ENHANCE_YOUR_CALM, constants.NGHTTP2_ENHANCE_YOUR_CALM, constants.NGHTTP2_ENHANCE_YOUR_CALM],
+    );
+    assert.equal(await metric(server.url, "shoal_request_bytes_in_flight"), 8 * CALL_SHARE);
+    s.destroy();
+    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+  });
+});
