@@ -213,3 +213,185 @@ describe("each open gRPC call holds its share of --max-inflight-bytes", () => {
     await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
   });
 });
+
+// A gRPC message's frames in `data`: each message's bytes.
+function messages(data: Buffer[]): Buffer[] {
+  const bytes = Buffer.concat(data);
+  const out: Buffer[] = [];
+  for (let at = 0; at + 5 <= bytes.length; ) {
+    const length = bytes.readUInt32BE(at + 1);
+    if (at + 5 + length > bytes.length) break;
+    out.push(bytes.subarray(at + 5, at + 5 + length));
+    at += 5 + length;
+  }
+  return out;
+}
+
+describe("gRPC health watchers, large repeated fields, gzip and non-reading clients", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let port: number;
+  const MiB = 2 ** 20;
+
+  before(async () => {
+    repo.module("echo", "echo.ts", {});
+    port = await freePort();
+    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--max-request-size", String(8 * MiB), "--max-inflight-bytes", String(16 * MiB), "--grpc-max-streams", "1000", "--request-timeout", "60000"]);
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("Health/Watch: a name not served is SERVICE_UNKNOWN, watchers past the bound are refused, and a watcher's leaving frees its place", async () => {
+    const s = session(port);
+    const other = session(port);
+    const watch = (name: string, on = s) => {
+      const call = open(on, WATCH);
+      call.stream.end(frame(field(1, name)));
+      return call;
+    };
+    const known = watch("");
+    const unknown = watch("x".repeat(8192));
+    await waitFor("the first statuses", () => (messages(known.seen.data).length > 0 && messages(unknown.seen.data).length > 0 ? true : undefined));
+    // HealthCheckResponse { status: SERVING (1) } and { status: SERVICE_UNKNOWN (3) }.
+    assert.deepEqual([...messages(known.seen.data)[0]!], [0x08, 1]);
+    assert.deepEqual([...messages(unknown.seen.data)[0]!], [0x08, 3]);
+    assert.equal(unknown.seen.closed, false, "an unknown name's Watch stays open, as the protocol says");
+    const more = Array.from({ length: MAX_WATCHERS - 2 }, (_, i) => watch(`name-${i}-${"y".repeat(1000)}`));
+    await waitFor("every watcher's first status", () => (more.every((c) => c.seen.data.length > 0) ? true : undefined), 20_000);
+    // On a second connection: the first has all its --grpc-max-streams open.
+    const past = watch("one too many", other);
+    await waitFor("refused", () => past.seen.status);
+    assert.equal(past.seen.status, "8", past.seen.message);
+    for (const call of [unknown, ...more]) call.stream.close();
+    await sleep(500);
+    const again = watch("after", other);
+    await waitFor("a new watcher's status", () => (messages(again.seen.data).length > 0 ? true : undefined));
+    assert.deepEqual([...messages(again.seen.data)[0]!], [0x08, 3]);
+    s.destroy();
+    other.destroy();
+  });
+
+  test("Watch calls with long names, cancelled, leave nothing behind", async () => {
+    const before = rss(server);
+    for (let round = 0; round < 6; round++) {
+      const s = session(port);
+      const calls = Array.from({ length: 100 }, (_, i) => {
+        const call = open(s, WATCH);
+        call.stream.end(frame(field(1, `${round}-${i}-${"z".repeat(8192)}`)));
+        return call;
+      });
+      await waitFor("statuses", () => (calls.every((c) => c.seen.data.length > 0) ? true : undefined));
+      assert.ok(calls.every((c) => c.seen.status === undefined));
+      s.destroy();
+    }
+    assert.ok(rss(server) - before < 200 * MiB, `RSS grew by ${Math.round((rss(server) - before) / MiB)} MiB`);
+    assert.equal(server.exited, false);
+  });
+
+  test("ModelInfer with millions of empty bytes_contents, gzipped, is refused before it is decoded", async () => {
+    // InferTensorContents { bytes_contents: "" } two million times: 4 MB, a few KiB gzipped.
+    const contents = Buffer.alloc(2 * 2_000_000);
+    for (let i = 0; i < contents.length; i += 2) contents[i] = 0x42;
+    const input = Buffer.concat([field(1, "text"), field(2, "BYTES"), Buffer.from([0x18, ...varintOf(2_000_000)]), field(5, contents)]);
+    const message = gzipSync(Buffer.concat([field(1, "echo"), field(5, input)]));
+    assert.ok(message.byteLength < 64 * 1024, `${message.byteLength} bytes gzipped`);
+    const before = rss(server);
+    const s = session(port);
+    const start = performance.now();
+    const calls = Array.from({ length: 8 }, () => {
+      const call = open(s, INFER, { "grpc-encoding": "gzip" });
+      call.stream.end(frame(message, true));
+      return call;
+    });
+    await waitFor("answered", () => (calls.every((c) => c.seen.status !== undefined) ? true : undefined), 30_000);
+    const ms = performance.now() - start;
+    for (const { seen } of calls) {
+      assert.equal(seen.status, "3", seen.message);
+      assert.match(seen.message, /--max-bytes-elements/);
+    }
+    assert.ok(ms < 10_000, `answered in ${Math.round(ms)} ms`);
+    assert.ok(rss(server) - before < 150 * MiB, `RSS grew by ${Math.round((rss(server) - before) / MiB)} MiB`);
+    s.destroy();
+  });
+
+  test("a gzipped message is counted in the byte budget as it inflates: past the budget, RESOURCE_EXHAUSTED", async () => {
+    // 6 MiB of FP32 zeros as raw contents, a few KiB gzipped; two at once pass the 16 MiB budget with their bodies.
+    const count = (6 * MiB) / 4;
+    const input = Buffer.concat([field(1, "x"), field(2, "FP32"), Buffer.from([0x18, ...varintOf(count)])]);
+    // parameters { sleepMs: 1000 }: the requests stay in flight together.
+    const sleep1s = field(4, Buffer.concat([field(1, "sleepMs"), field(2, Buffer.from([0x10, ...varintOf(1000)]))]));
+    const message = gzipSync(Buffer.concat([field(1, "echo"), sleep1s, field(5, input), field(7, Buffer.alloc(count * 4))]));
+    assert.ok(message.byteLength < 64 * 1024);
+    const s = session(port);
+    const calls = Array.from({ length: 4 }, () => {
+      const call = open(s, INFER, { "grpc-encoding": "gzip" });
+      call.stream.end(frame(message, true));
+      return call;
+    });
+    await waitFor("answered", () => (calls.every((c) => c.seen.status !== undefined || c.seen.closed) ? true : undefined), 30_000);
+    const statuses = calls.map((c) => c.seen.status).sort();
+    assert.deepEqual(statuses, ["0", "0", "8", "8"], calls.map((c) => c.seen.message).join("; "));
+    s.destroy();
+    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+  });
+
+  test("ModelStreamInfer: a client that sends and never reads is read no further, its answers kept within a bound; once it reads, every one comes", async () => {
+    const before = rss(server);
+    // The client's window stays at 64 KiB: what it does not read, the server cannot send.
+    const s = session(port);
+    const { stream, seen } = open(s, STREAM);
+    stream.pause();
+    const request = frame(inferMessage(64 * 1024));
+    let sent = 0;
+    for (; sent < 2000; sent++) {
+      if (stream.write(request)) continue;
+      const drained = await Promise.race([new Promise((resolve) => stream.once("drain", () => resolve(true))), sleep(3000)]);
+      if (drained !== true) break;
+    }
+    assert.ok(sent < 1000, `${sent} requests of 256 KiB sent before the server stopped reading`);
+    assert.ok(rss(server) - before < 300 * MiB, `RSS grew by ${Math.round((rss(server) - before) / MiB)} MiB`);
+    assert.equal(seen.closed, false);
+    stream.resume();
+    stream.end();
+    await waitFor("the stream's end", () => seen.status, 60_000);
+    assert.equal(seen.status, "0", seen.message);
+    assert.equal(messages(seen.data).length, sent + 1);
+    s.destroy();
+    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+  });
+});
+
+describe("gRPC on SIGTERM: a message still arriving is in flight from its first byte", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let port: number;
+
+  before(async () => {
+    repo.module("echo", "echo.ts", {});
+    port = await freePort();
+    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--timeout", "10000"]);
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("its call is answered, then the server exits", async () => {
+    const s = session(port);
+    const { stream, seen } = open(s, INFER);
+    const message = frame(inferMessage(1024));
+    stream.write(message.subarray(0, 100));
+    await sleep(200);
+    server.proc.kill("SIGTERM");
+    await server.waitForLog((l) => l.msg === "draining");
+    await sleep(500);
+    stream.end(message.subarray(100));
+    await waitFor("answered", () => seen.status, 10_000);
+    assert.equal(seen.status, "0", seen.message);
+    assert.equal(messages(seen.data).length, 1);
+    assert.equal(await server.exitCode(), 0);
+    s.destroy();
+  });
+});
