@@ -322,13 +322,14 @@ describe("gRPC health watchers, large repeated fields, gzip and non-reading clie
     s.destroy();
   });
 
-  test("a gzipped message is counted in the byte budget as it inflates: past the budget, RESOURCE_EXHAUSTED", async () => {
-    // 6 MiB of FP32 zeros as raw contents, a few KiB gzipped; two at once pass the 16 MiB budget with their bodies.
-    const count = (6 * MiB) / 4;
-    const input = Buffer.concat([field(1, "x"), field(2, "FP32"), Buffer.from([0x18, ...varintOf(count)])]);
+  test("a gzipped message is counted in the byte budget as it inflates, not as it came: past the budget, RESOURCE_EXHAUSTED", async () => {
+    // A small request padded with 6 MiB of an unknown field (protobuf skips it), a few KiB
+    // gzipped: its body is small, its inflated message is not. Two of them at once fit the 16 MiB
+    // budget, four do not.
+    const input = Buffer.concat([field(1, "x"), field(2, "FP32"), Buffer.from([0x18, 1])]);
     // parameters { sleepMs: 1000 }: the requests stay in flight together.
     const sleep1s = field(4, Buffer.concat([field(1, "sleepMs"), field(2, Buffer.from([0x10, ...varintOf(1000)]))]));
-    const message = gzipSync(Buffer.concat([field(1, "echo"), sleep1s, field(5, input), field(7, Buffer.alloc(count * 4))]));
+    const message = gzipSync(Buffer.concat([field(1, "echo"), sleep1s, field(5, input), field(7, fp32([1])), field(15, Buffer.alloc(6 * MiB))]));
     assert.ok(message.byteLength < 64 * 1024);
     const s = session(port);
     const calls = Array.from({ length: 4 }, () => {
