@@ -233,7 +233,7 @@ function messages(data: Buffer[]): Buffer[] {
   return out;
 }
 
-describe("gRPC health watchers, large repeated fields, gzip and non-reading clients", () => {
+describe("gRPC health watchers, large repeated fields and gzip", () => {
   const repo = new ModelRepo();
   let server: ServerProcess;
   let port: number;
@@ -343,6 +343,23 @@ describe("gRPC health watchers, large repeated fields, gzip and non-reading clie
     s.destroy();
     await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
   });
+});
+
+describe("a ModelStreamInfer client that never reads", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let port: number;
+  const MiB = 2 ** 20;
+
+  before(async () => {
+    repo.module("echo", "echo.ts", {});
+    port = await freePort();
+    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--max-request-size", String(MiB), "--max-inflight-bytes", String(32 * MiB)]);
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
 
   test("ModelStreamInfer: a client that sends and never reads is read no further, its answers kept within a bound; once it reads, every one comes", async () => {
     const before = rss(server);
@@ -390,12 +407,15 @@ describe("gRPC on SIGTERM: a message still arriving is in flight from its first 
     const { stream, seen } = open(s, INFER);
     const message = frame(inferMessage(1024));
     stream.write(message.subarray(0, 100));
-    await sleep(200);
+    // The server has the call and its first bytes.
+    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v >= CALL_SHARE + 100);
     server.proc.kill("SIGTERM");
     await server.waitForLog((l) => l.msg === "draining");
     await sleep(500);
     stream.end(message.subarray(100));
-    await waitFor("answered", () => seen.status, 10_000);
+    await waitFor("answered", () => seen.status ?? (seen.closed ? `closed ${seen.rstCode}` : undefined), 10_000).catch((err) => {
+      throw new Error(`${err.message}\n${server.describe()}`);
+    });
     assert.equal(seen.status, "0", seen.message);
     assert.equal(messages(seen.data).length, 1);
     assert.equal(await server.exitCode(), 0);

@@ -13,6 +13,9 @@ import { MESSAGE_BYTES } from "./message-buffer.js";
  */
 export const CALL_SHARE = 8 * 1024;
 
+// How long a call ended early has for its status to go out before its stream is reset.
+const END_GRACE_MS = 5000;
+
 /** On a decoded inference message: the call it came on, which holds its bytes until {@link takeHold}. */
 export const ARRIVAL = Symbol("arrival");
 
@@ -59,6 +62,7 @@ export class CallArrival {
   #between = false;
   #upload: Upload | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #stuck: NodeJS.Timeout | undefined;
   #call: ServerInterceptingCallInterface | undefined;
   #closed = false;
 
@@ -140,10 +144,14 @@ export class CallArrival {
       return;
     }
     call.sendStatus({ code: status[error.grpc], details: error.publicMessage });
-    // The client may keep its side open: the stream is closed once the status is out.
-    setImmediate(() => {
-      if (!this.#closed) this.stream.close(constants.NGHTTP2_NO_ERROR);
-    });
+    // The client may keep its side open: the stream is closed once the status is out, or reset
+    // if the status cannot go out (answers ahead of it that the client does not read).
+    const close = (code: number) => {
+      if (!this.#closed) this.stream.close(code);
+    };
+    this.#stuck = setTimeout(() => close(constants.NGHTTP2_CANCEL), END_GRACE_MS);
+    if (this.stream.writableFinished) setImmediate(() => close(constants.NGHTTP2_NO_ERROR));
+    else this.stream.once("finish", () => setImmediate(() => close(constants.NGHTTP2_NO_ERROR)));
   }
 
   /** Resets the stream at once (ENHANCE_YOUR_CALM). */
@@ -208,6 +216,7 @@ export class CallArrival {
   #close(): void {
     this.#closed = true;
     clearTimeout(this.#timer);
+    clearTimeout(this.#stuck);
     this.#share.release();
     this.#current.release();
     for (const { hold } of this.#whole.splice(0)) hold.release();
