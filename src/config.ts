@@ -63,6 +63,16 @@ export interface ServerConfig {
   keepAliveTimeoutMs: number;
   /** Most open connections; more are closed at once (0: no limit). */
   maxConnections: number;
+  /** How long a gRPC connection with no call open stays open before it is closed with GOAWAY, in ms. */
+  grpcIdleTimeoutMs: number;
+  /** Most calls open at once on one gRPC connection. */
+  grpcMaxStreams: number;
+  /** How often the server pings a gRPC connection to see that its client is still there, in ms. */
+  grpcKeepAliveTimeMs: number;
+  /** How long the server waits for a keep-alive ping's answer before it closes the connection, in ms. */
+  grpcKeepAliveTimeoutMs: number;
+  /** Least time between a client's pings on a gRPC connection with no call open, in ms; the third ping sooner closes it. */
+  grpcMinPingIntervalMs: number;
   /** Write one `access` log line per inference request answered. */
   accessLog: boolean;
   /** The share of answered requests the access log writes, from 0 to 1. */
@@ -152,6 +162,11 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--request-timeout <ms>", "time a client has to send a whole request, body included; then 408").env("SHOAL_REQUEST_TIMEOUT").argParser(integer(1)).default(defaults.requestTimeoutMs),
     new Option("--keep-alive-timeout <ms>", "how long an idle keep-alive connection stays open").env("SHOAL_KEEP_ALIVE_TIMEOUT").argParser(integer(1)).default(defaults.keepAliveTimeoutMs),
     new Option("--max-connections <n>", "most open connections; more are closed at once (0: no limit)").env("SHOAL_MAX_CONNECTIONS").argParser(integer(0)).default(defaults.maxConnections),
+    new Option("--grpc-idle-timeout <ms>", "how long a gRPC connection with no call open stays open; then it is closed with GOAWAY").env("SHOAL_GRPC_IDLE_TIMEOUT").argParser(integer(1)).default(defaults.grpcIdleTimeoutMs),
+    new Option("--grpc-max-streams <n>", "most calls open at once on one gRPC connection; more are refused").env("SHOAL_GRPC_MAX_STREAMS").argParser(integer(1)).default(defaults.grpcMaxStreams),
+    new Option("--grpc-keepalive-time <ms>", "how often the server pings a gRPC connection to see that its client is still there").env("SHOAL_GRPC_KEEPALIVE_TIME").argParser(integer(1)).default(defaults.grpcKeepAliveTimeMs),
+    new Option("--grpc-keepalive-timeout <ms>", "how long a keep-alive ping may go unanswered before the connection is closed").env("SHOAL_GRPC_KEEPALIVE_TIMEOUT").argParser(integer(1)).default(defaults.grpcKeepAliveTimeoutMs),
+    new Option("--grpc-min-ping-interval <ms>", "least time between a client's pings on a gRPC connection with no call open; the third ping sooner closes it").env("SHOAL_GRPC_MIN_PING_INTERVAL").argParser(integer(0)).default(defaults.grpcMinPingIntervalMs),
     new Option("--access-log", "log one 'access' line per inference request answered").env("SHOAL_ACCESS_LOG").default(defaults.accessLog),
     new Option("--access-log-sample <rate>", "the share of answered requests the access log writes, from 0 to 1").env("SHOAL_ACCESS_LOG_SAMPLE").argParser(fraction).default(defaults.accessLogSample),
     new Option("--max-restarts <n>", "more worker restarts than this within --restart-window make /healthz answer 503, so that the orchestrator replaces the server (0: never)").env("SHOAL_MAX_RESTARTS").argParser(integer(0)).default(defaults.maxRestarts),
@@ -194,6 +209,13 @@ export function defaultConfig(): ServerConfig {
     requestTimeoutMs: 30_000,
     keepAliveTimeoutMs: 5_000,
     maxConnections: 4096,
+    // gRPC clients keep channels idle for long, and reconnect after a GOAWAY at their next call.
+    grpcIdleTimeoutMs: 300_000,
+    grpcMaxStreams: 100,
+    grpcKeepAliveTimeMs: 60_000,
+    grpcKeepAliveTimeoutMs: 20_000,
+    // The default of gRPC's own servers (C core, Go): a client's keep-alive is for busy connections.
+    grpcMinPingIntervalMs: 300_000,
     accessLog: false,
     accessLogSample: 1,
     maxRestarts: 0,
@@ -248,6 +270,11 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     requestTimeoutMs: o.requestTimeout,
     keepAliveTimeoutMs: o.keepAliveTimeout,
     maxConnections: o.maxConnections,
+    grpcIdleTimeoutMs: o.grpcIdleTimeout,
+    grpcMaxStreams: o.grpcMaxStreams,
+    grpcKeepAliveTimeMs: o.grpcKeepaliveTime,
+    grpcKeepAliveTimeoutMs: o.grpcKeepaliveTimeout,
+    grpcMinPingIntervalMs: o.grpcMinPingInterval,
     accessLog: Boolean(o.accessLog),
     accessLogSample: o.accessLogSample,
     maxRestarts: o.maxRestarts,

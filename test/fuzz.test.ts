@@ -11,6 +11,7 @@ import { after, before, describe, test } from "node:test";
 import type { Outcome } from "./fuzz/client.js";
 import { Random } from "./fuzz/random.js";
 import { describeGrpcRun, runGrpcFuzz, type GrpcFuzzResult } from "./fuzz/grpc.js";
+import { describeGrpcResourceRun, runGrpcResourceFuzz, type GrpcResourceResult } from "./fuzz/grpc-resources.js";
 import { generate, type FuzzRequest } from "./fuzz/requests.js";
 import { checkAfter, describeRun, FUZZ_TARGET, runFuzz, startFuzzServer, type FuzzResult, type FuzzServer } from "./fuzz/run.js";
 import { judge } from "./fuzz/verdict.js";
@@ -84,14 +85,16 @@ describe(`fuzz: ${COUNT} generated requests, seed ${SEED}`, () => {
   let server: FuzzServer;
   let result: FuzzResult;
   let grpcResult: GrpcFuzzResult;
+  let resources: GrpcResourceResult;
   let afterwards: string[];
 
   before(async () => {
     server = await startFuzzServer();
     result = await runFuzz({ port: server.server.port, seed: SEED, count: COUNT, concurrency: 24, timeoutMs: 15_000 });
     grpcResult = await runGrpcFuzz(server.grpcPort, SEED, Math.ceil(COUNT / 10), 24, FUZZ_TARGET.adminToken);
+    resources = await runGrpcResourceFuzz(server.grpcPort, server.server.url, server.pid, SEED);
     afterwards = await checkAfter(server);
-    process.stdout.write([...describeRun(SEED, result), ...describeGrpcRun(SEED, grpcResult)].map((line) => `${line}\n`).join(""));
+    process.stdout.write([...describeRun(SEED, result), ...describeGrpcRun(SEED, grpcResult), ...describeGrpcResourceRun(SEED, resources)].map((line) => `${line}\n`).join(""));
   });
   after(() => server?.stop());
 
@@ -118,6 +121,10 @@ describe(`fuzz: ${COUNT} generated requests, seed ${SEED}`, () => {
   test("every gRPC call ends with a status the error table maps to (or grpc-js's own for what it cannot inflate)", () => {
     assert.equal(grpcResult.count, Math.ceil(COUNT / 10));
     assert.deepEqual([...grpcResult.failures].map(([problem, examples]) => `${problem}, e.g. call #${examples[0]!.call.index}`), []);
+  });
+
+  test("gRPC floods (idle connections, header-only calls, non-reading streams, health watch names, large repeated fields) leave a good call answered and nothing held", () => {
+    assert.deepEqual(resources.problems, []);
   });
 
   test("afterwards the server is the same process, ready, with nothing in flight, and every route answers", () => {

@@ -11,9 +11,10 @@ import { MESSAGE_BUFFER, tolerant } from "../src/grpc/decode.js";
 import { inferFrame, PREFIX, streamFrame, type Serialize } from "../src/grpc/frames.js";
 import { requestBody, type InferRequestMessage } from "../src/grpc/tensors.js";
 import { decodeInferenceRequest } from "../src/v2/index.js";
+import { UNLIMITED } from "../src/limits.js";
 import { definition } from "./grpc-helpers.js";
 
-const infer = tolerant(definition["inference.GRPCInferenceService"] as unknown as ServiceDefinition).ModelInfer!;
+const infer = tolerant(definition["inference.GRPCInferenceService"] as unknown as ServiceDefinition, UNLIMITED).ModelInfer!;
 
 // A message as @grpc/grpc-js hands it to the decoder: the contents of a frame read into a buffer
 // of its own (5 bytes of prefix, then the message), or into a shared pool as small ones are.

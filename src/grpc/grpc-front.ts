@@ -9,13 +9,15 @@ import type { Socket } from "node:net";
 import { Server as GrpcServer, ServerCredentials, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData, type ServerUnaryCall } from "@grpc/grpc-js";
 import { loadSync, type PackageDefinition } from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
-import { HealthImplementation, protoPath as healthProto, type ServingStatus } from "grpc-health-check";
+import { protoPath as healthProto } from "grpc-health-check";
 import { fileURLToPath } from "node:url";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { GrpcAnswers } from "./answers.js";
-import { holdArrivingMessages } from "./arrivals.js";
+import { Arrivals } from "./arrivals.js";
+import { guardConnections } from "./connection-guard.js";
+import { HealthService } from "./health-service.js";
 import { PREFIX } from "./frames.js";
 import { modelConfig } from "./model-config.js";
 import { tolerant, Undecodable } from "./decode.js";
@@ -42,14 +44,14 @@ type Unary = (call: ServerUnaryCall<any, unknown>) => unknown;
 /** The V2 gRPC front. */
 export class GrpcFront {
   readonly #server: GrpcServer;
-  readonly #health = new HealthImplementation({ "": "NOT_SERVING", [SERVICE]: "NOT_SERVING" });
+  readonly #health = new HealthService(["", SERVICE]);
   readonly #log: Logger;
   readonly #poll: NodeJS.Timeout;
   readonly #answers: GrpcAnswers;
+  readonly #arrivals: Arrivals;
   // The paths of the calls whose requests stream (ModelStreamInfer, reflection's), as every
   // service is added.
   readonly #streaming = new Set<string>();
-  #status: ServingStatus = "NOT_SERVING";
 
   constructor(
     readonly core: ServingCore,
@@ -59,9 +61,19 @@ export class GrpcFront {
     this.#log = logger;
     const definition = loadProtos();
     this.#answers = new GrpcAnswers(config.grpcCompression, SERVICE, logger);
-    this.#server = new GrpcServer({ "grpc.max_receive_message_length": config.maxRequestSize, interceptors: [this.#answers.interceptor] });
+    const refused = () => core.metrics.answered("/v2/models/infer", 429, 0, "grpc");
+    this.#arrivals = new Arrivals({ admission: core.admission, requestTimeoutMs: config.requestTimeoutMs, refused }, (path) => this.#streaming.has(path));
+    this.#server = new GrpcServer({
+      // grpc-js inflates a compressed message up to this size too.
+      "grpc.max_receive_message_length": config.maxRequestSize,
+      "grpc.max_concurrent_streams": config.grpcMaxStreams,
+      "grpc.max_connection_idle_ms": config.grpcIdleTimeoutMs,
+      "grpc.keepalive_time_ms": config.grpcKeepAliveTimeMs,
+      "grpc.keepalive_timeout_ms": config.grpcKeepAliveTimeoutMs,
+      interceptors: [this.#answers.interceptor, this.#arrivals.interceptor],
+    });
     const { plane } = core;
-    const inference = new GrpcInference(core, config.timeoutMs);
+    const inference = new GrpcInference(core, config.timeoutMs, config.maxRequestSize);
     const unary: Record<string, Unary> = {
       ServerLive: () => ({ live: true }),
       ServerReady: () => ({ ready: plane.notReady() === undefined }),
@@ -96,7 +108,7 @@ export class GrpcFront {
       for (const method of Object.values(service)) if (method.requestStream) this.#streaming.add(method.path);
       addService(service, implementation);
     };
-    this.#server.addService(this.#answers.service(tolerant(definition[SERVICE] as ServiceDefinition)), handlers);
+    this.#server.addService(this.#answers.service(tolerant(definition[SERVICE] as ServiceDefinition, config)), handlers);
     this.#health.addToServer(this.#server);
     new ReflectionService(definition).addToServer(this.#server);
     this.#poll = setInterval(() => this.refresh(), HEALTH_POLL_MS).unref();
@@ -113,9 +125,12 @@ export class GrpcFront {
           for (const listener of http2Listeners(this.#server)) {
             // A request's gRPC frame: its message and 5 bytes of length prefix.
             widenWindows(listener, this.config.maxRequestSize + PREFIX);
-            holdArrivingMessages(listener, (path) => this.#streaming.has(path), () => this.core.admission.hold(), () => this.core.metrics.answered("/v2/models/infer", 429, 0, "grpc"));
+            this.#arrivals.watch(listener);
             this.#answers.watch(listener);
-            // As on the REST port: net.Server closes connections past it as soon as they are accepted.
+            guardConnections(listener, this.config);
+            // As on the REST port, and for each port on its own, so that a flood of one leaves the
+            // other (and its health probes) reachable: net.Server closes connections past it as
+            // soon as they are accepted.
             if (this.config.maxConnections > 0) listener.maxConnections = this.config.maxConnections;
             // node:http sets TCP_NODELAY on its sockets (and gRPC's C core on its own), node:http2
             // does not: small frames (trailers, WINDOW_UPDATE) go out at once, not after an ACK.
@@ -140,11 +155,7 @@ export class GrpcFront {
 
   /** Health checking follows readiness (looked at every second, and when told); watchers hear of changes only. */
   refresh(): void {
-    const status: ServingStatus = this.core.plane.notReady() === undefined ? "SERVING" : "NOT_SERVING";
-    if (status === this.#status) return;
-    this.#status = status;
-    this.#health.setStatus("", status);
-    this.#health.setStatus(SERVICE, status);
+    this.#health.set(this.core.plane.notReady() === undefined ? "SERVING" : "NOT_SERVING");
   }
 
   // Load and unload: the REST API's rules, the token as `authorization` metadata.

@@ -10,6 +10,7 @@ import type { Task } from "../scheduling/task.js";
 import type { Entrant } from "../serving/admission.js";
 import type { Hold } from "../serving/byte-budget.js";
 import type { ServingCore } from "../serving/core.js";
+import { arrivalOf, takeArrived } from "./call-arrival.js";
 import { Undecodable } from "./decode.js";
 import { grpcError } from "./status.js";
 import { HEADER_LENGTH } from "../v2/binary.js";
@@ -60,12 +61,19 @@ class GrpcAnswer implements Entrant {
   }
 }
 
+type StreamAnswer = { error_message?: string; infer_response?: InferResponseMessage };
+
 /** The inference calls of the V2 gRPC service. */
 export class GrpcInference {
   constructor(
     readonly core: ServingCore,
     /** Each request's deadline from its arrival, in ms (`--timeout`). */
     readonly timeoutMs: number,
+    /**
+     * A stream whose answers the client leaves unread past these bytes is read no further until
+     * it takes them; past four times as many, it is reset (`--max-request-size`).
+     */
+    readonly unreadBytes: number,
   ) {}
 
   /** ModelInfer: one request, one answer. */
@@ -85,24 +93,49 @@ export class GrpcInference {
   /**
    * ModelStreamInfer: each request on the stream is answered on it as it finishes, an error as
    * the message's `error_message`; the stream ends once the client has ended its side and every
-   * request is answered. A stream the client cancels drops what it still has queued.
+   * request is answered. A stream the client cancels drops what it still has queued. A client
+   * that leaves its answers unread is read no further until it takes them (the answers of the
+   * requests under way still come), and its stream is reset past a bound.
    */
-  stream(call: ServerDuplexStream<InferRequestMessage, { error_message?: string; infer_response?: InferResponseMessage }>): void {
+  stream(call: ServerDuplexStream<InferRequestMessage, StreamAnswer>): void {
     const pending = new Set<Task>();
     let ended = false;
+    // Answers' bytes written and not yet taken by the connection, and what resets the stream.
+    let unread = 0;
+    let reset: (() => void) | undefined;
     const finish = () => {
       if (ended && pending.size === 0 && !call.cancelled) call.end();
     };
+    const write = (answer: StreamAnswer) => {
+      if (call.cancelled || !call.writable) return;
+      const bytes = answerBytes(answer);
+      if (unread + bytes > 4 * this.unreadBytes && unread > 0) {
+        call.emit("cancelled");
+        (reset ?? (() => call.destroy()))();
+        return;
+      }
+      unread += bytes;
+      const flowing = call.write(answer, () => {
+        unread -= bytes;
+        if (call.isPaused() && unread <= this.unreadBytes && !call.writableNeedDrain) call.resume();
+      });
+      if (!flowing || unread > this.unreadBytes) call.pause();
+    };
+    call.on("drain", () => {
+      if (unread <= this.unreadBytes) call.resume();
+    });
     call.on("data", (request: InferRequestMessage | Undecodable) => {
       const requestId = requestIdOf(call.metadata.get("x-request-id")[0]);
       if (request instanceof Undecodable) {
-        if (call.writable) call.write({ error_message: request.error.publicMessage });
+        write({ error_message: request.error.publicMessage });
         return;
       }
+      const arrival = arrivalOf(request);
+      if (arrival !== undefined) reset = () => arrival.reset();
       let task: Task | undefined;
       task = this.#enter(request, call.metadata, call.getDeadline(), requestId, (error, response) => {
         if (task !== undefined) pending.delete(task);
-        if (!call.cancelled && call.writable) call.write(error === undefined ? { infer_response: response } : { error_message: error.publicMessage });
+        write(error === undefined ? { infer_response: response } : { error_message: error.publicMessage });
         finish();
       });
       if (task !== undefined && !task.settled) pending.add(task);
@@ -122,31 +155,46 @@ export class GrpcInference {
   // Makes the task of one request and queues it; a request refused at once is answered through
   // `deliver` and has no task.
   #enter(request: InferRequestMessage, metadata: Metadata, callDeadline: Date | number, requestId: string, deliver: Deliver): Task | undefined {
-    const arrival = performance.now();
+    // The bytes the message came with, held since they arrived, are the request's now; it
+    // arrived with its first byte, as a REST request does.
+    const arrived = takeArrived(request);
+    const held = arrived?.hold;
+    const arrival = arrived?.at ?? performance.now();
     let path = "/v2/models/infer";
     try {
       const { admission, plane } = this.core;
-      admission.arrived(arrival);
+      if (arrived === undefined) admission.arrived(arrival);
       const refusal = admission.refusal(arrival);
       if (refusal !== undefined) throw refusal;
       const target = plane.find(request.model_name, request.model_version);
       path = plane.inferPath(target);
       const { body, bytes, transfer } = requestBody(request);
-      const hold = admission.hold();
-      if (!hold.take(bytes)) throw new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
-      // The sooner of the server's deadline and the call's, on the performance.now() clock.
-      const callMs = callDeadline instanceof Date ? callDeadline.getTime() - Date.now() : callDeadline - Date.now();
+      const hold = held ?? admission.hold();
+      if (!hold.take(Math.max(0, bytes - hold.bytes))) throw new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
+      // The sooner of the server's deadline and the call's, from the first byte (the call's is from now).
+      const elapsed = performance.now() - arrival;
+      const callMs = (callDeadline instanceof Date ? callDeadline.getTime() : callDeadline) - Date.now() + elapsed;
       const timeoutMs = Math.min(this.timeoutMs, callMs);
       const answer = new GrpcAnswer(this.core, path, arrival, hold, deliver);
-      const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) }, deadline: Date.now() + timeoutMs, route: path, v2: plane.identityOf(target) };
+      const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) }, deadline: Date.now() - elapsed + timeoutMs, route: path, v2: plane.identityOf(target) };
       return admission.enter(plane.stepsOf(target), meta, arrival, timeoutMs, body, transfer, answer);
     } catch (err) {
+      held?.release();
       if (!(err instanceof ShoalError)) throw err;
       deliver(err);
       this.core.metrics.answered(path, err.status, performance.now() - arrival, "grpc");
       return undefined;
     }
   }
+}
+
+// About what an answer costs until the client takes it: its outputs' bytes, or its error.
+function answerBytes(answer: StreamAnswer): number {
+  const response = answer.infer_response;
+  if (response === undefined) return 64 + (answer.error_message?.length ?? 0);
+  let bytes = 256;
+  for (const raw of response.raw_output_contents) bytes += raw.byteLength;
+  return bytes;
 }
 
 // The call's metadata as the request headers a Worker may read (text values only).

@@ -5,3 +5,6 @@
  * contents may then move to a worker as they are, their buffer with them.
  */
 export const MESSAGE_BUFFER = Symbol("message buffer");
+
+/** On a decoded inference message: the bytes it was decoded from (inflated, when it came compressed). */
+export const MESSAGE_BYTES = Symbol("message bytes");

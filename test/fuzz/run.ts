@@ -22,6 +22,7 @@ import { freePort, V2Client } from "../grpc-helpers.js";
 import { ModelRepo } from "../model-helpers.js";
 import { fuzzAgent, send, sendAll, type Outcome } from "./client.js";
 import { describeGrpcRun, runGrpcFuzz } from "./grpc.js";
+import { describeGrpcResourceRun, runGrpcResourceFuzz } from "./grpc-resources.js";
 import { generate, STAGE_ROUTES, type FuzzTarget } from "./requests.js";
 import { describeRequest, Findings, judge, Tally } from "./verdict.js";
 import { within } from "./within.js";
@@ -245,10 +246,12 @@ async function main(): Promise<void> {
     for (const line of describeRun(seed, result)) log(line);
     const grpcResult = await runGrpcFuzz(fuzzServer.grpcPort, seed, Math.ceil(options.count / 10), options.concurrency, FUZZ_TARGET.adminToken);
     for (const line of describeGrpcRun(seed, grpcResult)) log(line);
+    const resources = await runGrpcResourceFuzz(fuzzServer.grpcPort, fuzzServer.server.url, fuzzServer.pid, seed);
+    for (const line of describeGrpcResourceRun(seed, resources)) log(line);
     const problems = await checkAfter(fuzzServer);
     for (const p of problems) log(`FAIL after the run: ${p}`);
     if (problems.length === 0) log("after the run: same process, ready, nothing in flight, every route answers a good request");
-    failed = result.findings.size > 0 || grpcResult.failures.size > 0 || problems.length > 0;
+    failed = result.findings.size > 0 || grpcResult.failures.size > 0 || resources.problems.length > 0 || problems.length > 0;
   } finally {
     await fuzzServer.stop();
   }

@@ -1,11 +1,11 @@
 /**
- * Where the messages of a gRPC request stream end (src/grpc/arrivals.ts), however the
+ * Where the messages of a gRPC request stream end (src/grpc/message-frames.ts), however the
  * bytes are cut into chunks: what the byte budget's holds of arriving messages rest on. The
  * holding itself is tested on a real server in grpc.test.ts.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { MessageFrames } from "../src/grpc/arrivals.js";
+import { MessageFrames } from "../src/grpc/message-frames.js";
 
 // A gRPC message of `length` bytes with its prefix.
 const message = (length: number, flag = 0) => {
