@@ -84,7 +84,7 @@ export async function startServer(declared: Declared, config: ServerConfig, logg
   const core: ServingCore | undefined = apis.plane === undefined ? undefined : { admission, plane: apis.plane, metrics };
   const doors: Door[] = [];
   // The V2 protocol over gRPC too, for the same models, when there are models and a port for it.
-  if (core !== undefined && config.grpcPort > 0) doors.push(grpcDoor(core, config, logger));
+  if (core !== undefined && config.grpcPort > 0) doors.push(new GrpcFront(core, config, logger));
   for (let started = 0; started < doors.length; started++) {
     try {
       await doors[started]!.start();
@@ -182,19 +182,6 @@ function handleSignals(admission: Admission, front: HttpFront, doors: readonly D
 }
 
 // The gRPC door (grpc/) as one of the doors.
-function grpcDoor(core: ServingCore, config: ServerConfig, logger: Logger): Door {
-  const grpc = new GrpcFront(core, config, logger);
-  return {
-    start: async () => {
-      const port = await grpc.listen();
-      logger.info({ address: config.address, grpcPort: port }, `gRPC listening on ${config.address}:${port}`);
-    },
-    drain: () => grpc.drain(),
-    close: () => grpc.close(),
-    ready: () => grpc.refresh(),
-  };
-}
-
 function requestLimits(config: ServerConfig): RequestLimits {
   return { maxTensorElements: config.maxTensorElements, maxBytesElements: config.maxBytesElements };
 }
