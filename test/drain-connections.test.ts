@@ -28,13 +28,13 @@ function postOn(agent: Agent, url: string, body: unknown): Promise<{ status: num
 
 /**
  * Starts a POST of `body` on a connection of its own and sends only its first half; resolves
- * once the server holds the body's bytes (it has the request and is reading its body).
+ * once the server holds the half's bytes (it has the request and is reading its body).
  */
 async function halfSent(server: ServerProcess, body: unknown): Promise<{ rest: () => void; response: ReturnType<typeof rawRequest>["response"] }> {
   const bytes = Buffer.from(JSON.stringify(body));
   const half = bytes.length >> 1;
   const upload = rawRequest(server.port, "/inference", { headers: { "content-type": "application/json", "content-length": bytes.length }, body: bytes.subarray(0, half), end: false });
-  await waitForMetrics(server.url, "the upload's body to be read", (read) => (read("shoal_request_bytes_in_flight") ?? 0) >= bytes.length);
+  await waitForMetrics(server.url, "the upload's body to be read", (read) => (read("shoal_request_bytes_in_flight") ?? 0) >= half);
   return { rest: () => upload.req.end(bytes.subarray(half)), response: upload.response };
 }
 
