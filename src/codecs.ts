@@ -1,5 +1,5 @@
 import { Packr, Unpackr } from "msgpackr";
-import { DecodingError } from "./errors.js";
+import { ClientError, DecodingError } from "./errors.js";
 
 /**
  * How the first stage of a route turns request bytes into `forward()`'s input, and how the last
@@ -16,6 +16,26 @@ export interface Codec {
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+const lenientUtf8 = new TextDecoder();
+
+/**
+ * A request body that must be JSON (a control request's, an API's own): its value, or a
+ * {@link ClientError} (400) that says it is not JSON.
+ */
+export function parseJsonBody(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(lenientUtf8.decode(bytes));
+  } catch (err) {
+    throw new ClientError(`the body is not JSON: ${(err as Error).message}`);
+  }
+}
+
+/** {@link parseJsonBody} of a body that must be a JSON object (an empty one is `{}` when `emptyIsObject`). */
+export function parseJsonObject(bytes: Uint8Array, emptyIsObject = false): Record<string, unknown> {
+  const value = emptyIsObject && bytes.byteLength === 0 ? {} : parseJsonBody(bytes);
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ClientError("the body must be a JSON object");
+  return value as Record<string, unknown>;
+}
 const utf8Encoder = new TextEncoder();
 
 /** JSON in and out (the default). Responses are compact JSON. */

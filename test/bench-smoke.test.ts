@@ -3,7 +3,8 @@
  * `model` its bare batching server; no Python peers, no PyPI) for about a second per point, with
  * small models, and checks the results it writes; the same on Bun for `echo` and `model` when Bun
  * is installed; and the before/after comparison (`--against`) with this tree on both sides.
- * Skipped when wrk is not installed.
+ * Skipped when wrk is not installed. `grpc`, `generate` and `flood` bring their own clients and
+ * always run.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -156,3 +157,38 @@ describe("benchmark smoke test: grpc (Shoal side only)", () => {
   });
 });
 
+
+// The flood run with every attack at a handful of slots and short limits: it must measure both
+// normal clients alone and under flood, and the REST port's limits must end what the attackers
+// hold (an idle connection and slow headers by --headers-timeout, a gzip bomb by its size).
+test("npm run bench -- flood runs every attack beside the normal clients and writes its results", () => {
+  const dir = mkdtempSync(join(tmpdir(), "shoal-bench-flood-"));
+  try {
+    const sizes = ["--idle-rest", "8", "--slow-headers", "4", "--slow-bodies", "2", "--gzip-rest", "1", "--idle-grpc", "8", "--header-only", "1", "--streams-per-connection", "10", "--non-reading", "1", "--stream-requests", "10", "--stream-kb", "1", "--gzip-grpc", "1"];
+    const limits = ["--max-connections", "64", "--headers-timeout", "500", "--request-timeout", "1000"];
+    const args = ["--import", "tsx", "bench/run.ts", "flood", "--duration", "1", "--rounds", "1", "--warmup", "1", "--ramp", "1", "--connections", "2", "--streams", "2", ...limits, ...sizes, "--results-dir", dir];
+    const run = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", timeout: 120_000 });
+    assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
+    const data = JSON.parse(readFileSync(join(dir, "flood.json"), "utf8")) as {
+      windows: { round: number; phase: string; rest: { requests: number; errors: number }; grpc: { requests: number; errors: number }; attacks?: { name: string; opened: number; endedByServer: number; counts: Record<string, number> }[] }[];
+      died?: unknown;
+    };
+    assert.equal(data.died, undefined, "the server stayed up");
+    assert.deepEqual(data.windows.map((w) => `${w.round} ${w.phase}`), ["1 alone", "1 flood"]);
+    for (const w of data.windows) {
+      for (const client of ["rest", "grpc"] as const) {
+        assert.ok(w[client].requests > 0, `${w.phase}: the normal ${client} client was answered`);
+        assert.equal(w[client].errors, 0, `${w.phase}: the normal ${client} client saw no error`);
+      }
+    }
+    const attacks = new Map(data.windows[1]!.attacks!.map((a) => [a.name, a]));
+    assert.deepEqual([...attacks.keys()], ["idle-rest", "slow-headers", "slow-bodies", "gzip-rest", "idle-grpc", "header-only", "non-reading", "gzip-grpc"]);
+    for (const a of attacks.values()) assert.ok(a.opened > 0, `${a.name} opened connections`);
+    for (const name of ["idle-rest", "slow-headers"]) assert.ok(attacks.get(name)!.endedByServer > 0 && attacks.get(name)!.counts["408"]! > 0, `${name}: closed with a 408 after --headers-timeout`);
+    assert.ok(attacks.get("gzip-rest")!.counts["413"]! > 0, "gzip-rest: a body that inflates past the limit gets 413");
+    assert.ok(attacks.get("header-only")!.counts["calls opened"]! >= 10, "header-only: its calls were opened");
+    assert.match(readFileSync(join(dir, "flood.md"), "utf8"), /server stayed up: yes/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

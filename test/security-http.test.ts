@@ -428,6 +428,24 @@ describe("a budget of body bytes in flight (--max-inflight-bytes 300000)", () =>
     assert.equal(await held(), 0);
   });
 
+  test("a body holds the bytes it has sent, not the length it declares: slow bodies cannot fill the budget", async () => {
+    // Five clients declare 150,000 bytes each (750,000 in all, over the 300,000 budget) and send 10.
+    const slow = Array.from({ length: 5 }, () => {
+      const call = rawRequest(server.port, "/inference", { headers: { "content-type": "application/json", "content-length": 150_000 }, end: false });
+      call.req.on("error", () => {});
+      call.req.write(Buffer.alloc(10, "a"));
+      return call;
+    });
+    for (let i = 0; i < 100 && (await held()) !== 50; i++) await sleep(50);
+    assert.equal(await held(), 50, "each slow body holds its 10 bytes");
+    // A client sending its whole body still fits.
+    const normal = await post(`${server.url}/inference`, padded(BODY, 0));
+    assert.equal(normal.status, 200, normal.text);
+    for (const call of slow) call.req.destroy();
+    for (let i = 0; i < 100 && (await held()) !== 0; i++) await sleep(50);
+    assert.equal(await held(), 0, "the slow bodies' bytes are returned when their clients leave");
+  });
+
   test("an empty body and a body that fails to decode return their bytes", async () => {
     assertError(await post(`${server.url}/inference`, ""), 400, "bad request: empty request body");
     assertError(await post(`${server.url}/inference`, "{not json"), 400, /^decoding error: /);

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { loadSync } from "@grpc/proto-loader";
 import { againstCheckout, BEFORE } from "../lib/against.js";
-import { grpcSender, httpSender, runLoad, type LoadResult } from "../lib/loadgen.js";
+import { grpcSender, httpSender, runLoad, type LoadResult, type Send } from "../lib/loadgen.js";
 import { nodeVersions, cacheDir, ensureMlp, ensurePeers, mlserverSpec, peerVersions } from "../lib/peers.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer, type RunningServer, type ServerSpec } from "../lib/server.js";
@@ -39,7 +39,7 @@ interface Cell extends LoadResult {
 }
 
 /** One contender's way of making a load of n streams. */
-type Load = (streams: number) => { send: () => Promise<boolean>; close(): void };
+type Load = (streams: number) => { send: Send; close(): void };
 
 async function run(ctx: ScenarioContext): Promise<void> {
   const { root, log, common, values } = ctx;

@@ -21,8 +21,11 @@ export const defaults = { duration: 5, rounds: 3, warmup: 3 };
 
 const SHAPE = { inputs: 64, hidden: 128, layers: 1, outputs: 10 };
 const WORKERS = 2;
-/** How long the servers sit idle after the load before their memory is read again. */
-const SETTLE_MS = 5000;
+/**
+ * How long the servers sit idle after the load before their memory is read again: Shoal's idle
+ * collection (`--idle-gc`, 30 s by default) runs once a whole period idle follows a busy one.
+ */
+const SETTLE_MS = 65_000;
 
 /** Writes both repositories under bench/.cache (afresh, so that settings changes apply); returns their folders. */
 function repositories(root: string, count: number, log: (line: string) => void): { shoal: string; mlserver: string; names: string[] } {

@@ -4,7 +4,7 @@ import type { Delegate, Intake } from "../http/intake.js";
 import { OpenAIHandler } from "../apis/openai/openai.js";
 import type { Route } from "../serving/route.js";
 import { RouteModel, type RouteModelOptions } from "../serving/route-model.js";
-import { V2Handler } from "../apis/v2/v2-rest.js";
+import { V2Handler } from "../apis/v2/v2-handler.js";
 import type { AccessPolicy } from "../serving/access-policy.js";
 import type { Admission } from "../serving/admission.js";
 import { V2DataPlane } from "../serving/data-plane.js";

@@ -26,6 +26,7 @@ import { appInfo, openApiDocument } from "../http/openapi.js";
 import { AccessPolicy } from "../serving/access-policy.js";
 import { Admission } from "../serving/admission.js";
 import { ServerHealth } from "../serving/health.js";
+import type { Door, ServingCore } from "../serving/core.js";
 import type { Route } from "../serving/route.js";
 import type { RouteModelOptions } from "../serving/route-model.js";
 import { apiDelegates } from "./apis.js";
@@ -79,15 +80,16 @@ export async function startServer(declared: Declared, config: ServerConfig, logg
   const apis = apiDelegates(routes, { catalog, routeModels: declared.routeModels, openAI: declared.openAI, openAIMaxBytes: config.maxOpenAISize }, { admission, access, notReady: () => health.notReady() });
   const front = new HttpFront({ routes, config, admission, access, health, metrics, docs, logger, listener: httpListener(config), delegates: apis.delegates });
   const address = await front.listen();
+  // The doors beside HTTP, each onto the same core: a new door is one line here.
+  const core: ServingCore | undefined = apis.plane === undefined ? undefined : { admission, plane: apis.plane, metrics };
+  const doors: Door[] = [];
   // The V2 protocol over gRPC too, for the same models, when there are models and a port for it.
-  const { plane } = apis;
-  const grpc = plane !== undefined && config.grpcPort > 0 ? new GrpcFront({ admission, plane, metrics }, config, logger) : undefined;
-  if (grpc !== undefined) {
+  if (core !== undefined && config.grpcPort > 0) doors.push(new GrpcFront(core, config, logger));
+  for (let started = 0; started < doors.length; started++) {
     try {
-      const port = await grpc.listen();
-      logger.info({ address: config.address, grpcPort: port }, `gRPC listening on ${config.address}:${port}`);
+      await doors[started]!.start();
     } catch (err) {
-      grpc.close();
+      for (const door of doors.slice(0, started + 1)) await door.close();
       await front.close();
       throw err;
     }
@@ -103,20 +105,20 @@ export async function startServer(declared: Declared, config: ServerConfig, logg
     `listening on http://${address.address}:${address.port}`,
   );
   const pools = [...stages.map((s) => s.pool), ...(modelPool === undefined ? [] : [modelPool])];
-  handleSignals(admission, front, grpc, pools, config, logger);
+  handleSignals(admission, front, doors, pools, config, logger);
   try {
     await Promise.all([...stages.map((s) => s.pool.start()), modelPool?.start()]);
   } catch (err) {
     // Giving up: what was accepted meanwhile is answered before the process exits.
     admission.abandon(new ShoalError("NOT_READY", "the server could not start"));
     await Promise.all(pools.map((pool) => pool.close()));
-    grpc?.close();
+    for (const door of doors) await door.close();
     await front.close();
     throw err;
   }
   // Every stage has reported its content-type and schemas by now.
   docs.publish(openApiDocument([...routes.values()], appInfo(mainModuleUrl()), metrics.contentType));
-  grpc?.refresh();
+  for (const door of doors) door.ready();
   logger.info("ready");
   return address;
 }
@@ -155,7 +157,7 @@ export function sharedPool(config: ServerConfig, logger: Logger, metrics: Metric
 
 // On SIGTERM or SIGINT: stop taking requests at every door, wait for those in flight (from their
 // first byte) up to --timeout, close the pools and the doors, exit 0. A second signal exits at once.
-function handleSignals(admission: Admission, front: HttpFront, grpc: GrpcFront | undefined, pools: { close(): Promise<void> }[], config: ServerConfig, logger: Logger): void {
+function handleSignals(admission: Admission, front: HttpFront, doors: readonly Door[], pools: { close(): Promise<void> }[], config: ServerConfig, logger: Logger): void {
   let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -165,10 +167,10 @@ function handleSignals(admission: Admission, front: HttpFront, grpc: GrpcFront |
     stopping = true;
     logger.info({ signal, inFlight: admission.inFlight }, "draining");
     const drained = admission.drain(config.timeoutMs);
-    grpc?.drain();
+    for (const door of doors) door.drain();
     await drained;
     await Promise.all(pools.map((pool) => pool.close()));
-    grpc?.close();
+    for (const door of doors) await door.close();
     await front.close();
     // The counts of collapsed error lines still pending.
     logger.flush();
@@ -179,6 +181,7 @@ function handleSignals(admission: Admission, front: HttpFront, grpc: GrpcFront |
   process.on("SIGINT", stop);
 }
 
+// The gRPC door (grpc/) as one of the doors.
 function requestLimits(config: ServerConfig): RequestLimits {
   return { maxTensorElements: config.maxTensorElements, maxBytesElements: config.maxBytesElements };
 }

@@ -23,7 +23,7 @@ import { modelConfig } from "./model-config.js";
 import { tolerant, Undecodable } from "./decode.js";
 import { GrpcInference } from "./inference.js";
 import { grpcError } from "./status.js";
-import type { ServingCore } from "../serving/core.js";
+import type { Door, ServingCore } from "../serving/core.js";
 import { SERVER_METADATA } from "../serving/data-plane.js";
 import { RouteModel } from "../serving/route-model.js";
 
@@ -42,7 +42,7 @@ export function loadProtos(): PackageDefinition {
 type Unary = (call: ServerUnaryCall<any, unknown>) => unknown;
 
 /** The V2 gRPC front. */
-export class GrpcFront {
+export class GrpcFront implements Door {
   readonly #server: GrpcServer;
   readonly #health = new HealthService(["", SERVICE]);
   readonly #log: Logger;
@@ -111,12 +111,17 @@ export class GrpcFront {
     this.#server.addService(this.#answers.service(tolerant(definition[SERVICE] as ServiceDefinition, config)), handlers);
     this.#health.addToServer(this.#server);
     new ReflectionService(definition).addToServer(this.#server);
-    this.#poll = setInterval(() => this.refresh(), HEALTH_POLL_MS).unref();
-    this.refresh();
+    this.#poll = setInterval(() => this.#refresh(), HEALTH_POLL_MS).unref();
+    this.#refresh();
   }
 
   /** Starts listening on `--grpc-port`; rejects with a one-line message when the port cannot be had. */
-  listen(): Promise<number> {
+  async start(): Promise<void> {
+    const port = await this.#listen();
+    this.#log.info({ address: this.config.address, grpcPort: port }, `gRPC listening on ${this.config.address}:${port}`);
+  }
+
+  #listen(): Promise<number> {
     const { address, grpcPort } = this.config;
     const host = address.includes(":") ? `[${address}]` : address;
     return new Promise((resolve, reject) => {
@@ -144,7 +149,7 @@ export class GrpcFront {
 
   /** Draining: health checks say NOT_SERVING; inference calls are refused UNAVAILABLE by the admission. */
   drain(): void {
-    this.refresh();
+    this.#refresh();
   }
 
   /** Ends every call and releases the port. */
@@ -153,8 +158,13 @@ export class GrpcFront {
     this.#server.forceShutdown();
   }
 
-  /** Health checking follows readiness (looked at every second, and when told); watchers hear of changes only. */
-  refresh(): void {
+  /** Every worker is ready: health checks say so now rather than at the next look. */
+  ready(): void {
+    this.#refresh();
+  }
+
+  // Health checking follows readiness (looked at every second, and when told); watchers hear of changes only.
+  #refresh(): void {
     this.#health.set(this.core.plane.notReady() === undefined ? "SERVING" : "NOT_SERVING");
   }
 
@@ -165,7 +175,7 @@ export class GrpcFront {
     if (refused !== undefined) throw refused.error;
     // Health checking hears of the change at once, not at the next look.
     return this.core.plane.control(action, call.request.model_name).then(() => {
-      this.refresh();
+      this.#refresh();
       return {};
     });
   }

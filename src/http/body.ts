@@ -1,6 +1,6 @@
 import type { HttpRequest } from "./http-message.js";
 import { ShoalError } from "../errors.js";
-import type { Hold } from "../serving/byte-budget.js";
+import { overBudget, type Hold } from "../serving/byte-budget.js";
 
 /** A request body as read: the bytes, and the buffer that moves to a worker without a copy. */
 export interface Body {
@@ -8,30 +8,30 @@ export interface Body {
   transfer: ArrayBuffer[] | undefined;
 }
 
-/** How to read one request body, and where its outcome goes. */
-export interface BodyReading {
-  /** Largest body in bytes; a larger one is refused with 413. */
-  limit: number;
-  /**
-   * The request's share of the server's budget of body bytes: the body is held in it as it is
-   * read, and refused with 429 when it does not fit. Released here when the body is refused or
-   * its client leaves; after `done`, by whoever takes the body.
-   */
-  hold?: Hold;
+/**
+ * Where the outcome of one body's reading goes: an object of the request's own (the door's
+ * intake of it), rather than a closure per outcome.
+ */
+export interface BodyOwner {
   /** The whole body. */
-  done(body: Body): void;
+  bodyDone(body: Body): void;
   /** The body is refused: answer `error`, with `connection: close` when `close` is set. */
-  refused(error: ShoalError, close: boolean): void;
+  bodyRefused(error: ShoalError, close: boolean): void;
   /** The client left before its body ended: there is no one to answer. */
-  left?(): void;
+  bodyLeft(): void;
 }
 
+// The reader of a request's body, on the request while it reads.
+const READER = Symbol("body reader");
+
 /**
- * Emitted on a request, with the error to answer, when node:http gives up on its body (it did
- * not arrive within `--request-timeout`, or is malformed) or the server does (it is shutting
- * down): a reader still reading it refuses it with that error and `close` set.
+ * Tells the reader of a request's body, if one is still reading it, that the body failed:
+ * node:http gave up on it (it did not arrive within `--request-timeout`, or is malformed) or the
+ * server did (it is shutting down). The reader refuses it with `error` and `close` set.
  */
-export const BODY_FAILED = Symbol("body failed");
+export function failBody(req: HttpRequest, error: ShoalError): void {
+  (req as Reading)[READER]?.failed(error);
+}
 
 /** How long and how much a closing connection goes on reading what its client still sends. */
 export interface Linger {
@@ -56,8 +56,12 @@ export function discardBounds(limit: number): Linger {
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
 
 /**
- * Reads a request body of at most `limit` bytes, held against the budget when a hold is given.
- * A refused body is never kept: from the moment it is known to be refused (from
+ * Reads a request body of at most `limit` bytes, held against `hold` (the request's share of the
+ * server's budget of body bytes) when one is given, by the bytes that have arrived (never by the
+ * declared length, which a slow client could hold without sending it): refused with 429 when it
+ * does not fit, at once when its declared length does not fit what is left, and
+ * released here when the body is refused or its client leaves; after `bodyDone`, by whoever takes
+ * the body. A refused body is never kept: from the moment it is known to be refused (from
  * `content-length` or while streaming), the rest is read and dropped as it arrives.
  *
  * A body over the limit gets its 413 when it ends: answering earlier would make many clients
@@ -70,88 +74,120 @@ const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
  * A client that sent `Expect: 100-continue` has not sent its body yet: the front sends it
  * 100 Continue only once the body is read, so a body it declares too large is refused at once.
  */
-export function receiveBody(req: HttpRequest, reading: BodyReading): void {
-  const { limit, hold } = reading;
-  const declared = req.headers["content-length"] === undefined ? -1 : Number(req.headers["content-length"]);
-  const spare = Math.max(limit, DISCARD_BYTES);
-  if (declared > limit + spare || (declared > limit && CONTINUE.test(req.headers.expect ?? ""))) {
-    reading.refused(tooLarge(limit), true);
+export function receiveBody(req: HttpRequest, limit: number, hold: Hold | undefined, owner: BodyOwner): void {
+  const length = req.headers["content-length"];
+  const declared = length === undefined ? -1 : Number(length);
+  if (declared > limit + Math.max(limit, DISCARD_BYTES) || (declared > limit && CONTINUE.test(req.headers.expect ?? ""))) {
+    owner.bodyRefused(tooLarge(limit), true);
     return;
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  // Reading the body, dropping it after a refusal, or finished.
-  let state: "reading" | "dropping" | "over" = "reading";
-  let dropped = 0;
-  // The answer to give when a refused body ends, unless it was given at once.
-  let owed: ShoalError | undefined;
-  let timer: NodeJS.Timeout | undefined;
-
-  // The listeners stay on the request, which is dropped with them: once over, each returns at
-  // once (taking four listeners off again cost more than the rest of the reading).
-  const stop = () => {
-    state = "over";
-    clearTimeout(timer);
-  };
-  const refuse = (error: ShoalError, now: boolean) => {
-    hold?.release();
-    chunks.length = 0;
-    state = "dropping";
-    timer = setTimeout(cutOff, DISCARD_MS);
-    if (now) reading.refused(error, false);
-    else owed = error;
-  };
-  // Past the bounds: the answer still owed goes with `close`, or the connection is closed.
-  const cutOff = () => {
-    stop();
-    if (owed !== undefined) reading.refused(owed, true);
-    else req.socket.destroy();
-  };
-  const onData = (chunk: Buffer) => {
-    if (state === "over") return;
-    if (state === "dropping") {
-      dropped += chunk.length;
-      if (dropped > spare) cutOff();
-      return;
-    }
-    size += chunk.length;
-    if (size > limit) refuse(tooLarge(limit), false);
-    else if (declared < 0 && hold !== undefined && !hold.take(chunk.length)) refuse(overBudget(), true);
-    else chunks.push(chunk);
-  };
-  const onEnd = () => {
-    if (state === "over") return;
-    const whole = state === "reading";
-    stop();
-    if (!whole) {
-      if (owed !== undefined) reading.refused(owed, false);
-      return;
-    }
-    const body = assemble(chunks, size);
-    // The socket's chunks are copied out: the listeners that outlive the reading must not keep them.
-    chunks.length = 0;
-    reading.done(body);
-  };
-  // The client left before the body ended.
-  const onClose = () => {
-    if (state === "over") return;
-    stop();
-    hold?.release();
-    reading.left?.();
-  };
-  const onFailed = (error: ShoalError) => {
-    if (state === "over") return;
-    const answer = state === "reading" ? error : owed;
-    stop();
-    hold?.release();
-    if (answer !== undefined) reading.refused(answer, true);
-  };
+  const reader = new BodyReader(req, limit, hold, owner);
+  (req as Reading)[READER] = reader;
+  // Listeners shared by every request (the reader is found on it): none made per request. They
+  // stay on the request, which is dropped with them: once over, each returns at once (taking
+  // them off again cost more than the rest of the reading).
   req.on("data", onData);
   req.on("end", onEnd);
   req.on("close", onClose);
-  req.on(BODY_FAILED, onFailed);
-  if (declared > limit) refuse(tooLarge(limit), false);
-  else if (declared > 0 && hold !== undefined && !hold.take(declared)) refuse(overBudget(), true);
+  if (declared > limit) reader.refuse(tooLarge(limit), false);
+  else if (declared > 0 && hold !== undefined && !hold.fits(declared)) reader.refuse(overBudget(), true);
+}
+
+type Reading = HttpRequest & { [READER]?: BodyReader };
+
+function onData(this: Reading, chunk: Buffer): void {
+  this[READER]!.data(chunk);
+}
+
+function onEnd(this: Reading): void {
+  this[READER]!.end();
+}
+
+function onClose(this: Reading): void {
+  this[READER]!.left();
+}
+
+// One request's reading: its state, and what its events do.
+class BodyReader {
+  readonly #chunks: Buffer[] = [];
+  #size = 0;
+  // Reading the body, dropping it after a refusal, or finished.
+  #state: "reading" | "dropping" | "over" = "reading";
+  #dropped = 0;
+  // The answer to give when a refused body ends, unless it was given at once.
+  #owed: ShoalError | undefined;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly req: HttpRequest,
+    readonly limit: number,
+    readonly hold: Hold | undefined,
+    readonly owner: BodyOwner,
+  ) {}
+
+  data(chunk: Buffer): void {
+    if (this.#state === "over") return;
+    if (this.#state === "dropping") {
+      this.#dropped += chunk.length;
+      if (this.#dropped > Math.max(this.limit, DISCARD_BYTES)) this.#cutOff();
+      return;
+    }
+    this.#size += chunk.length;
+    if (this.#size > this.limit) this.refuse(tooLarge(this.limit), false);
+    else if (this.hold !== undefined && !this.hold.take(chunk.length)) this.refuse(overBudget(), true);
+    else this.#chunks.push(chunk);
+  }
+
+  end(): void {
+    if (this.#state === "over") return;
+    const whole = this.#state === "reading";
+    this.#stop();
+    if (!whole) {
+      if (this.#owed !== undefined) this.owner.bodyRefused(this.#owed, false);
+      return;
+    }
+    const body = assemble(this.#chunks, this.#size);
+    // The socket's chunks are copied out: the listeners that outlive the reading must not keep them.
+    this.#chunks.length = 0;
+    this.owner.bodyDone(body);
+  }
+
+  // The client left before the body ended.
+  left(): void {
+    if (this.#state === "over") return;
+    this.#stop();
+    this.hold?.release();
+    this.owner.bodyLeft();
+  }
+
+  failed(error: ShoalError): void {
+    if (this.#state === "over") return;
+    const answer = this.#state === "reading" ? error : this.#owed;
+    this.#stop();
+    this.hold?.release();
+    if (answer !== undefined) this.owner.bodyRefused(answer, true);
+  }
+
+  refuse(error: ShoalError, now: boolean): void {
+    this.hold?.release();
+    this.#chunks.length = 0;
+    this.#state = "dropping";
+    this.#timer = setTimeout(() => this.#cutOff(), DISCARD_MS);
+    if (now) this.owner.bodyRefused(error, false);
+    else this.#owed = error;
+  }
+
+  #stop(): void {
+    this.#state = "over";
+    clearTimeout(this.#timer);
+  }
+
+  // Past the bounds: the answer still owed goes with `close`, or the connection is closed.
+  #cutOff(): void {
+    this.#stop();
+    if (this.#owed !== undefined) this.owner.bodyRefused(this.#owed, true);
+    else this.req.socket.destroy();
+  }
 }
 
 /**
@@ -160,18 +196,17 @@ export function receiveBody(req: HttpRequest, reading: BodyReading): void {
  * gave up on.
  */
 export function readBody(req: HttpRequest, limit: number, done: (body: Body) => void, tooLarge: (close: boolean) => void): void {
-  const refused = (error: ShoalError, close: boolean) => {
-    if (error.code === "BODY_TOO_LARGE") tooLarge(close);
-  };
-  receiveBody(req, { limit, done, refused });
+  receiveBody(req, limit, undefined, {
+    bodyDone: done,
+    bodyRefused: (error, close) => {
+      if (error.code === "BODY_TOO_LARGE") tooLarge(close);
+    },
+    bodyLeft: () => undefined,
+  });
 }
 
 function tooLarge(limit: number): ShoalError {
   return new ShoalError("BODY_TOO_LARGE", `the limit is ${limit} bytes`);
-}
-
-function overBudget(): ShoalError {
-  return new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
 }
 
 // The body gets an ArrayBuffer of its own, exactly its size, which then moves to the worker. A

@@ -4,6 +4,7 @@ import type { Metrics } from "../metrics/registry.js";
 import { sendBody, sendError, sendJson, sendPage } from "./send.js";
 import type { ApiDocs } from "./docs.js";
 import type { Health } from "../serving/health.js";
+import { shuttingDown } from "../serving/admission.js";
 
 const GET_ONLY = "GET, HEAD";
 
@@ -53,7 +54,7 @@ export function serveBuiltin(path: string, req: HttpRequest, res: HttpResponse, 
   }
   const reason = front.health.notReady();
   if (path === "/") {
-    if (front.draining) sendError(res, requestId, new ShoalError("SHUTTING_DOWN", "the server is shutting down"));
+    if (front.draining) sendError(res, requestId, shuttingDown());
     else sendJson(res, requestId, 200, { status: "serving" });
     return;
   }

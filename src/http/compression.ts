@@ -7,7 +7,7 @@
 import * as zlib from "node:zlib";
 import { ShoalError } from "../errors.js";
 import type { Body } from "./body.js";
-import type { Hold } from "../serving/byte-budget.js";
+import { overBudget, type Hold } from "../serving/byte-budget.js";
 
 import { gzip, MIN_COMPRESSED_BYTES, type Compress } from "../serving/gzip.js";
 
@@ -88,7 +88,7 @@ export function decodeBody(encoding: string | undefined, body: Body, limit: numb
       return;
     }
     if (!hold.take(Math.max(0, out.byteLength - body.bytes.byteLength))) {
-      done(undefined, new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later"));
+      done(undefined, overBudget());
       return;
     }
     // An ArrayBuffer of its own, to move to the worker: zlib's output may share a pooled one.

@@ -13,8 +13,8 @@ import { sendError, sendFailure } from "./send.js";
 import type { Dialect, DialectRequest } from "./dialect.js";
 import type { Delegate, Intake } from "./intake.js";
 import { negotiate } from "./stream-reply.js";
-import { BODY_FAILED, receiveBody, type Body } from "./body.js";
-import type { Admission } from "../serving/admission.js";
+import { failBody, receiveBody, type Body, type BodyOwner } from "./body.js";
+import type { Admission, Upload } from "../serving/admission.js";
 import type { Hold } from "../serving/byte-budget.js";
 import { serveBuiltin, type BuiltinState } from "./builtin.js";
 import type { Health } from "../serving/health.js";
@@ -24,18 +24,6 @@ import type { ApiDocs } from "./docs.js";
 import type { HttpRequest, HttpResponse, OutgoingHttpHeaders } from "./http-message.js";
 import type { Handle, Listener } from "./listener.js";
 import type { Route } from "../serving/route.js";
-
-/** One request being taken, as `accept` passes it on. */
-interface Incoming {
-  path: string;
-  steps: readonly Step[];
-  req: HttpRequest;
-  res: HttpResponse;
-  requestId: string;
-  arrival: number;
-  dialect: Dialect | undefined;
-  v2: V2Identity | undefined;
-}
 
 // A stream asked for by a dialect from a step whose Worker does not stream: its one answer is its one chunk.
 const DEFAULT_STREAM = streamPolicy("", true)!;
@@ -58,7 +46,7 @@ export interface HttpDoorParts {
 }
 
 /** A request whose body is still arriving, told that the server gave up: it is answered once its body ends, or cut off. */
-const abandonBody = (req: HttpRequest, error: ShoalError) => req.emit(BODY_FAILED, error);
+const abandonBody = (incoming: Incoming, error: ShoalError) => failBody(incoming.req, error);
 
 /**
  * The HTTP door: the path table, body limits, CORS, and the answer to every request; what it
@@ -156,7 +144,8 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
     const path = q < 0 ? url : url.slice(0, q);
     const route = this.#routes.get(path);
     const delegate = route === undefined ? this.#delegates.find(({ prefix }) => path === prefix || path.startsWith(`${prefix}/`)) : undefined;
-    if (answerCors(this.access, req, res, requestId, path, route !== undefined, delegate)) return;
+    // CORS costs a request nothing unless origins are configured or it is a preflight.
+    if ((this.access.crossOrigin || req.method === "OPTIONS") && answerCors(this.access, req, res, requestId, path, route !== undefined, delegate)) return;
     if (route === undefined) {
       if (delegate !== undefined) delegate.handle(req, res, path, requestId, arrival);
       else serveBuiltin(path, req, res, requestId, this);
@@ -171,66 +160,51 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
    * first step.
    */
   accept(path: string, steps: readonly Step[], req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, dialect?: Dialect, v2?: V2Identity): void {
-    const incoming: Incoming = { path, steps, req, res, requestId, arrival, dialect, v2 };
     if (req.method !== "POST") {
       // The path as the client wrote it: a V2 request's own path is its model's canonical one.
       const written = (req.url ?? path).split("?", 1)[0];
-      this.#refuse(incoming, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${written}; use POST`), { allow: "POST" });
-      return;
-    }
-    const refusal = this.#admission.refusal(arrival);
-    if (refusal !== undefined) {
-      this.#refuse(incoming, refusal, { connection: "close" });
+      this.refuse(path, steps, req, res, requestId, arrival, dialect, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${written}; use POST`), { allow: "POST" });
       return;
     }
     const admission = this.#admission;
-    const hold = admission.hold();
-    const upload = admission.uploading(req, abandonBody);
+    const refusal = admission.refusal(arrival);
+    if (refusal !== undefined) {
+      this.refuse(path, steps, req, res, requestId, arrival, dialect, refusal, { connection: "close" });
+      return;
+    }
     // A dialect's body parsed on this thread is bounded by what its parse may cost.
     const { maxRequestSize } = this.#config;
     const limit = dialect?.maxBytes === undefined ? maxRequestSize : Math.min(dialect.maxBytes, maxRequestSize);
-    receiveBody(req, {
-      limit,
-      hold,
-      done: (sent) =>
-        decodeBody(req.headers["content-encoding"], sent, limit, hold, (body, error) => {
-          this.guard(res, requestId, () => {
-            if (body === undefined) this.#refuse(incoming, error!, undefined, hold);
-            else if (body.bytes.byteLength === 0) this.#refuse(incoming, new ShoalError("EMPTY_BODY", "empty request body"), undefined, hold);
-            else this.#accept(incoming, body, hold);
-          });
-          admission.uploaded(upload);
-        }),
-      refused: (error, close) => {
-        this.guard(res, requestId, () => this.#refuse(incoming, error, close ? { connection: "close" } : undefined, hold));
-        admission.uploaded(upload);
-      },
-      left: () => admission.uploaded(upload),
-    });
+    const incoming = new Incoming(this, path, steps, req, res, requestId, arrival, dialect, v2, admission.hold(), limit);
+    incoming.upload = admission.uploading(incoming, abandonBody);
+    receiveBody(req, limit, incoming.hold, incoming);
   }
 
-  // Answers a route request that was not accepted, counts it, and returns its body's bytes.
-  #refuse({ path, steps, arrival, res, requestId, dialect }: Incoming, error: ShoalError, headers?: OutgoingHttpHeaders, hold?: Hold): void {
+  /** Answers a request that was not accepted, counts it, and returns its body's bytes to the budget. */
+  refuse(path: string, steps: readonly Step[], req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, dialect: Dialect | undefined, error: ShoalError, headers?: OutgoingHttpHeaders, hold?: Hold): void {
     const bytesIn = hold?.bytes ?? 0;
     hold?.release();
     const bytesOut = sendFailure(res, requestId, error, dialect, headers);
     this.answered(path, error.status, arrival);
-    if (this.accessLog?.sampled()) this.accessLog.write(res.req, { requestId, status: error.status, durationMs: performance.now() - arrival, bytesIn, bytesOut, route: path, steps });
+    if (this.accessLog?.sampled()) this.accessLog.write(req, { requestId, status: error.status, durationMs: performance.now() - arrival, bytesIn, bytesOut, route: path, steps });
   }
 
   answered(path: string, status: number, arrival: number): void {
     this.metrics.answered(path, status, performance.now() - arrival, "http");
   }
 
-  #accept(incoming: Incoming, body: Body, hold: Hold): void {
-    const { path, req, res, requestId, arrival, dialect, v2 } = incoming;
+  /** Makes the task of a request whose body is in, with its deadline, and enters it in the core. */
+  enter(incoming: Incoming, body: Body): void {
+    const { path, req, res, requestId, arrival, dialect, v2, hold } = incoming;
     let request: DialectRequest | undefined;
-    try {
-      if (dialect?.read !== undefined) request = dialect.read(body.bytes, req);
-    } catch (err) {
-      if (!(err instanceof ShoalError)) throw err;
-      this.#refuse(incoming, err, undefined, hold);
-      return;
+    if (dialect?.read !== undefined) {
+      try {
+        request = dialect.read(body.bytes, req);
+      } catch (err) {
+        if (!(err instanceof ShoalError)) throw err;
+        incoming.refuse(err);
+        return;
+      }
     }
     const steps = request?.steps ?? incoming.steps;
     const config = this.#config;
@@ -240,13 +214,13 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
     const stream = request?.stream;
     const transport = stream === true ? "sse" : stream === false || policy === undefined ? undefined : negotiate(req.headers.accept, policy.transport);
     const timeoutMs = policy !== undefined && transport === undefined ? config.streamTimeoutMs : config.timeoutMs;
+    const waited = performance.now() - arrival;
     // A request that took its whole deadline to arrive is not queued at all.
-    if (performance.now() - arrival >= timeoutMs) {
-      this.#refuse(incoming, new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`), undefined, hold);
+    if (waited >= timeoutMs) {
+      incoming.refuse(new ShoalError("TIMEOUT", `no answer within ${timeoutMs} ms`));
       return;
     }
-    const deadline = Date.now() - (performance.now() - arrival) + timeoutMs;
-    // What the workers must know of how it is answered: a stream of events, a dialect's own form.
+    const deadline = Date.now() - waited + timeoutMs;
     // What the workers must know of it: the V2 model it is for, how it is answered (a stream of
     // events, a dialect's own form). A plain route's request pays for none of it.
     const meta: RequestMeta =
@@ -258,12 +232,85 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
       const streamMs = config.streamTimeoutMs;
       reply.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
     }
-    const task = this.#admission.enter(steps, meta, arrival, timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, reply, transport !== undefined);
-    res.on("close", () => task.drop());
+    (res as Answering)[REPLY] = reply;
+    this.#admission.enter(steps, meta, arrival, timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, reply, transport !== undefined);
+    res.on("close", dropTask);
+  }
+
+  /** Its body is in, refused, or its sender gone: it is in flight now only if it entered. */
+  uploaded(upload: Upload): void {
+    this.#admission.uploaded(upload);
   }
 
   /** The task of an accepted request has settled. */
   released(task: Task): void {
     this.#admission.released(task);
+  }
+}
+
+// The reply of an accepted request, on its response: one listener for every response drops the
+// task of a client that left, rather than a closure per request.
+const REPLY = Symbol("reply");
+type Answering = HttpResponse & { [REPLY]?: HttpReply };
+
+function dropTask(this: Answering): void {
+  this[REPLY]!.task.drop();
+}
+
+/**
+ * A POST being taken in by the door, from its head until its task enters the core or it is
+ * refused: the owner of its body's reading, and its upload in the core while its bytes arrive.
+ */
+export class Incoming implements BodyOwner {
+  upload!: Upload;
+
+  constructor(
+    readonly front: HttpFront,
+    readonly path: string,
+    readonly steps: readonly Step[],
+    readonly req: HttpRequest,
+    readonly res: HttpResponse,
+    readonly requestId: string,
+    readonly arrival: number,
+    readonly dialect: Dialect | undefined,
+    readonly v2: V2Identity | undefined,
+    readonly hold: Hold,
+    readonly limit: number,
+  ) {}
+
+  bodyDone(sent: Body): void {
+    const encoding = this.req.headers["content-encoding"];
+    // Only a body sent with a Content-Encoding is inflated.
+    if (encoding === undefined) this.#take(sent, undefined);
+    else decodeBody(encoding, sent, this.limit, this.hold, (body, error) => this.#take(body, error));
+  }
+
+  bodyRefused(error: ShoalError, close: boolean): void {
+    this.#guarded(undefined, error, close);
+  }
+
+  bodyLeft(): void {
+    this.front.uploaded(this.upload);
+  }
+
+  /** Answers it with `error`, which refuses it. */
+  refuse(error: ShoalError, headers?: OutgoingHttpHeaders): void {
+    this.front.refuse(this.path, this.steps, this.req, this.res, this.requestId, this.arrival, this.dialect, error, headers, this.hold);
+  }
+
+  #take(body: Body | undefined, error: ShoalError | undefined): void {
+    if (body !== undefined && body.bytes.byteLength === 0) this.#guarded(undefined, new ShoalError("EMPTY_BODY", "empty request body"), false);
+    else this.#guarded(body, error, false);
+  }
+
+  // Enters it, or refuses it, under the door's guard; then its bytes are no longer arriving.
+  #guarded(body: Body | undefined, error: ShoalError | undefined, close: boolean): void {
+    try {
+      if (body !== undefined) this.front.enter(this, body);
+      else this.refuse(error!, close ? { connection: "close" } : undefined);
+    } catch (err) {
+      this.front.unexpected(err, this.res, this.requestId);
+    }
+    this.front.uploaded(this.upload);
   }
 }

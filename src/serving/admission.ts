@@ -10,7 +10,10 @@ import { Ledger, type Slotted } from "./ledger.js";
  */
 const QUIET_MS = 100;
 
-const SHUTTING_DOWN = "the server is shutting down";
+/** The 503 of a request that came while the server is shutting down (or gave up), at any door. */
+export function shuttingDown(): ShoalError {
+  return new ShoalError("SHUTTING_DOWN", "the server is shutting down");
+}
 
 /** A door's answer side of one request: the task's {@link Reply}, timed and tracked by the core. */
 export interface Entrant extends Reply {
@@ -86,7 +89,7 @@ export class Admission {
 
   /** Why a request whose first byte came at `arrival` is refused before it is read, or undefined. */
   refusal(arrival: number): ShoalError | undefined {
-    return arrival >= this.#closingAt ? new ShoalError("SHUTTING_DOWN", SHUTTING_DOWN) : undefined;
+    return arrival >= this.#closingAt ? shuttingDown() : undefined;
   }
 
   /** An empty share of the budget of request bytes, for one request. */
@@ -151,7 +154,7 @@ export class Admission {
       // to --stream-timeout.
       const deadline = setTimeout(() => {
         this.#drained = undefined;
-        this.abandon(new ShoalError("SHUTTING_DOWN", SHUTTING_DOWN));
+        this.abandon(shuttingDown());
         end();
       }, timeoutMs);
       // Called again as each request settles; a head still arriving is looked for again shortly.

@@ -1,3 +1,10 @@
+import { ShoalError } from "../errors.js";
+
+/** The 429 of a request whose bytes do not fit in what is left of the budget. */
+export function overBudget(): ShoalError {
+  return new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
+}
+
 /**
  * One request's share of a {@link ByteBudget}. It grows as the body is read and is released
  * once, whichever way the request ends: later releases do nothing, so every path that ends a
@@ -8,6 +15,8 @@ export interface Hold {
   readonly bytes: number;
   /** Holds `bytes` more if they fit in what is left of the budget; otherwise takes nothing and says so. */
   take(bytes: number): boolean;
+  /** Whether `bytes` more would fit in what is left of the budget now, holding nothing. */
+  fits(bytes: number): boolean;
   /** Returns every byte held to the budget; only the first call does anything. */
   release(): void;
 }
@@ -34,9 +43,14 @@ export class ByteBudget {
     return new BudgetHold(this);
   }
 
+  // Whether `more` bytes fit in what is left.
+  room(more: number): boolean {
+    return this.#held + more <= this.limit;
+  }
+
   // The budget's side of a hold: `more` bytes if they fit, or nothing.
   reserve(more: number): boolean {
-    if (this.#held + more > this.limit) return false;
+    if (!this.room(more)) return false;
     this.#held += more;
     return true;
   }
@@ -58,6 +72,10 @@ class BudgetHold implements Hold {
     if (this.#released || !this.budget.reserve(more)) return false;
     this.bytes += more;
     return true;
+  }
+
+  fits(more: number): boolean {
+    return !this.#released && this.budget.room(more);
   }
 
   release(): void {

@@ -6,7 +6,7 @@ import type { Step } from "../scheduling/task.js";
 import type { TensorMetadata } from "../v2/types.js";
 import type { V2Identity } from "../worker.js";
 import type { AccessPolicy, Refusal } from "./access-policy.js";
-import type { Admission } from "./admission.js";
+import { shuttingDown, type Admission } from "./admission.js";
 import { RouteModel } from "./route-model.js";
 
 /** The protocol extensions this server speaks (`GET /v2`, gRPC's ServerMetadata). */
@@ -119,7 +119,7 @@ export class V2DataPlane {
    * down, model control off, an origin not listed, a wrong token; undefined when it may go on.
    */
   mayControl(origin: string | undefined, authorization: string | undefined): Refusal | undefined {
-    if (this.admission.draining) return { error: new ShoalError("SHUTTING_DOWN", "the server is shutting down") };
+    if (this.admission.draining) return { error: shuttingDown() };
     return this.access.control(origin, authorization);
   }
 

@@ -8,7 +8,7 @@ import type { BatchItem, BatchMessage, FlowMessage, FromWorker, ItemResult, LogM
 import { countError, splitBatch } from "./batch-split.js";
 import { StepScheduler } from "./step-scheduler.js";
 import { exclusive, transferablesOf } from "./transfer.js";
-import { decodeV2Item, isV2Request, v2Answer, type V2Carried, type V2Reply } from "./v2-route.js";
+import { decodeV2Item, v2Answer, type V2Carried, type V2Reply } from "./v2-route.js";
 
 /** How a runner sends its coordinator a message that is not a batch's result, moving `transfer`. */
 export type Send = (message: FromWorker, transfer?: ArrayBuffer[]) => void;
@@ -145,7 +145,8 @@ export class BatchRunner<W extends Worker = Worker> {
         }
         value = decoded.value;
       }
-      if (this.#stage && isV2Request(item.meta)) ({ v2Reply: reply, value } = value as V2Carried);
+      // A V2 request for a route says so in its meta (the door that found the model set it).
+      if (this.#stage && item.meta.v2 !== undefined) ({ v2Reply: reply, value } = value as V2Carried);
       if (item.ingress && this.#input !== undefined) {
         const parsed = await validate(this.#input, value);
         if (!parsed.ok) {
@@ -247,7 +248,7 @@ export class BatchRunner<W extends Worker = Worker> {
 
   #decode(item: BatchItem): ItemResult {
     try {
-      if (this.#stage && isV2Request(item.meta)) {
+      if (this.#stage && item.meta.v2 !== undefined) {
         const { item: value, reply } = decodeV2Item(item.payload as Parameters<typeof decodeV2Item>[0], item.meta, this.boot.limits);
         return { ok: true, value: { v2Reply: reply, value } satisfies V2Carried };
       }

@@ -140,7 +140,7 @@ export class Pool<H> {
     const at = workerId === undefined ? this.#leastBusy() : this.#idle.findIndex((h) => h.workerId === workerId);
     const worker = this.#idle[at]!;
     const seq = ++worker.seq;
-    worker.flights.set(seq, { handle, sentAt: performance.now(), timer: setTimeout(() => this.#overrun(worker), this.#options.timeoutMs) });
+    worker.flights.push({ seq, handle, sentAt: performance.now(), timer: setTimeout(() => this.#overrun(worker), this.#options.timeoutMs) });
     if (!worker.free) this.#idle.splice(at, 1);
     worker.channel.send({ ...message, seq }, transfer);
     return worker.workerId;
@@ -152,7 +152,7 @@ export class Pool<H> {
     let at = this.#idle.length - 1;
     // A worker that holds one batch at most holds none while it is free.
     if (this.#options.concurrency === undefined) return at;
-    for (let i = at - 1; i >= 0; i--) if (this.#idle[i]!.flights.size < this.#idle[at]!.flights.size) at = i;
+    for (let i = at - 1; i >= 0; i--) if (this.#idle[i]!.flights.length < this.#idle[at]!.flights.length) at = i;
     return at;
   }
 
@@ -160,8 +160,8 @@ export class Pool<H> {
   control(workerId: number, handle: H, index: number, action: FlowMessage["action"]): void {
     const worker = this.#handles.get(workerId);
     if (worker === undefined) return;
-    for (const [seq, flight] of worker.flights) {
-      if (flight.handle === handle) worker.channel.send({ kind: "flow", seq, index, action }, []);
+    for (const { seq, handle: held } of worker.flights) {
+      if (held === handle) worker.channel.send({ kind: "flow", seq, index, action }, []);
     }
   }
 
@@ -234,11 +234,10 @@ export class Pool<H> {
         return;
       }
       case "result": {
-        const flight = handle.flights.get(message.seq);
+        const wasFree = handle.free;
+        const flight = handle.take(message.seq);
         if (flight === undefined) return;
         clearTimeout(flight.timer);
-        const wasFree = handle.free;
-        handle.flights.delete(message.seq);
         if (!wasFree) this.#idle.push(handle);
         this.#slots.get(handle.workerId)!.backoff.answered();
         const elapsedMs = performance.now() - flight.sentAt;
@@ -248,7 +247,7 @@ export class Pool<H> {
         return;
       }
       case "stream": {
-        const flight = handle.flights.get(message.seq);
+        const flight = handle.flight(message.seq);
         if (flight !== undefined) this.#owner.onStream?.(flight.handle, message);
         return;
       }

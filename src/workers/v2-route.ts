@@ -11,7 +11,7 @@ import { halfToNumber } from "../tensor/fp16.js";
 import { HEADER_LENGTH } from "../v2/index.js";
 import type { V2Body, V2InferenceRequest, V2Pieces, V2Tensor } from "../v2/types.js";
 import type { RequestMeta } from "../worker.js";
-import { encodeV2Response, readV2Request } from "./generate.js";
+import { encodeV2Response, readV2Request } from "./read-v2-request.js";
 import type { ItemResult } from "./messages.js";
 import { exclusive } from "./transfer.js";
 
@@ -29,11 +29,6 @@ export interface V2Reply {
 export interface V2Carried {
   v2Reply: V2Reply;
   value: unknown;
-}
-
-/** Whether an item's request came as a V2 inference request for its route: the door that found its model says so. */
-export function isV2Request(meta: RequestMeta): boolean {
-  return meta.v2 !== undefined;
 }
 
 /**

@@ -4,7 +4,7 @@ import { joinResponses } from "../v2/join.js";
 import type { V2Body, V2InferenceRequest, V2Pieces, V2Tensor } from "../v2/types.js";
 import type { RequestMeta, Worker } from "../worker.js";
 import type { Failures } from "./batch-runner.js";
-import { encodeV2Response, readV2Request } from "./generate.js";
+import { encodeV2Response, readV2Request } from "./read-v2-request.js";
 import type { LoadedMessage, LoadMessage } from "./messages.js";
 
 

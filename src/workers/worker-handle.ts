@@ -2,8 +2,9 @@ import type { WireError } from "../errors.js";
 import type { Channel } from "./channel.js";
 import { SlotBackoff } from "./restart-policy.js";
 
-/** A batch the worker holds: its owner's handle, when it was sent, and its timeout. */
+/** A batch the worker holds: its sequence number, its owner's handle, when it was sent, and its timeout. */
 export interface InFlight<H> {
+  readonly seq: number;
   readonly handle: H;
   /** When it was sent (performance.now() clock). */
   readonly sentAt: number;
@@ -14,8 +15,14 @@ export interface InFlight<H> {
 export class WorkerHandle<H> {
   state: "starting" | "ready" | "gone" = "starting";
   contentType = "application/json";
-  /** The batches the worker holds, by sequence number: at most the pool's `concurrency`. */
-  readonly flights = new Map<number, InFlight<H>>();
+  /**
+   * The batches the worker holds: at most the pool's `concurrency`, a few. A short list, not a
+   * `Map` by sequence number: a Map that takes and gives back an entry per batch rebuilds its
+   * table every few batches, and a table it left behind in the old generation keeps the batches
+   * it held (their tasks, requests and answers) alive through minor collections
+   * (serving/ledger.ts says more).
+   */
+  readonly flights: InFlight<H>[] = [];
   seq = 0;
   /** Set when the worker failed to start, with the reason. */
   fatal: WireError | undefined;
@@ -37,17 +44,36 @@ export class WorkerHandle<H> {
 
   /** Ready, and holding fewer batches than it may. */
   get free(): boolean {
-    return this.state === "ready" && this.flights.size < this.concurrency;
+    return this.state === "ready" && this.flights.length < this.concurrency;
+  }
+
+  /** Takes the batch `seq` out of those it holds, and returns it; undefined when it holds none such. */
+  take(seq: number): InFlight<H> | undefined {
+    const flights = this.flights;
+    for (let i = 0; i < flights.length; i++) {
+      const flight = flights[i]!;
+      if (flight.seq !== seq) continue;
+      flights[i] = flights[flights.length - 1]!;
+      flights.pop();
+      return flight;
+    }
+    return undefined;
+  }
+
+  /** The batch `seq`, if it holds it. */
+  flight(seq: number): InFlight<H> | undefined {
+    for (const flight of this.flights) if (flight.seq === seq) return flight;
+    return undefined;
   }
 
   /** Forgets every batch it holds and returns their handles. */
   takeFlights(): H[] {
     const handles: H[] = [];
-    for (const flight of this.flights.values()) {
+    for (const flight of this.flights) {
       clearTimeout(flight.timer);
       handles.push(flight.handle);
     }
-    this.flights.clear();
+    this.flights.length = 0;
     return handles;
   }
 }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { HttpRequest, HttpResponse } from "../../http/http-message.js";
 import { z } from "zod";
 import { ShoalError } from "../../errors.js";
+import { parseJsonBody } from "../../codecs.js";
 import type { Step } from "../../scheduling/task.js";
 import type { TextChunk, TextRequest } from "../../text-generation.js";
 import { sendFailure, sendJson } from "../../http/send.js";
@@ -105,12 +106,7 @@ class OpenAIDialect implements Dialect {
   }
 
   read(body: Uint8Array): DialectRequest {
-    let json: unknown;
-    try {
-      json = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8"));
-    } catch (err) {
-      throw new ShoalError("BAD_REQUEST", `the body is not JSON: ${(err as Error).message}`);
-    }
+    const json = parseJsonBody(body);
     const parsed = (this.endpoint === "chat" ? ChatBody : CompletionBody).safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;

@@ -5,7 +5,7 @@ import type { Dialect, DialectRequest } from "../../http/dialect.js";
  * The V2 generate extension (`/generate`, `/generate_stream`) over a model's V2 inference. Its
  * body goes to the model's worker as it came, told by the request's meta to read it as generate
  * fields typed by the model's inputs and to answer each response (the one answer, or each chunk
- * of a stream) as a JSON object of outputs by name (workers/generate.ts): the HTTP thread never
+ * of a stream) as a JSON object of outputs by name (workers/read-v2-request.ts): the HTTP thread never
  * parses it. A client of `/generate_stream` takes Server-Sent Events.
  */
 export class GenerateDialect implements Dialect {

@@ -4,7 +4,7 @@ import type { Socket } from "node:net";
 import type { ServerConfig } from "../../config.js";
 import { ShoalError } from "../../errors.js";
 import { JSON_TYPE, sendError } from "../send.js";
-import { BODY_FAILED } from "../body.js";
+import { failBody } from "../body.js";
 import { Connection } from "./connection.js";
 
 /** An error of node:http's parser, with the piece of input it was parsing. */
@@ -23,19 +23,18 @@ export function answerClientError(err: ClientError, socket: Socket, config: Serv
   }
   // node:http parses what a closing connection still receives, and fails again on each piece.
   if (connection.closing) return;
-  const latest = connection.latest;
-  if (latest === undefined || latest.req.complete) {
+  const { latestReq: req, latestRes: res, latestId: requestId } = connection;
+  if (req === undefined || res === undefined || req.complete) {
     // A new request's head. While an answer is still owed on the connection, one written now
     // would be taken for it: the connection is closed without one.
-    if (latest === undefined || latest.res.writableFinished) answerRaw(connection, socket, errorOf(err, "headers", config), isHead(err.rawPacket));
+    if (res === undefined || res.writableFinished) answerRaw(connection, socket, errorOf(err, "headers", config), isHead(err.rawPacket));
     else socket.destroy();
     return;
   }
   // The body of the latest request: its reader refuses it (its route counts the answer) and
   // returns its bytes; without a reader, the answer is ours.
-  const { req, res, requestId } = latest;
   const error = errorOf(err, "body", config);
-  req.emit(BODY_FAILED, error);
+  failBody(req, error);
   if (!res.headersSent) sendError(res, requestId, error, { connection: "close" });
   else if (!res.writableEnded) socket.destroy();
   else if (res.writableFinished) connection.close();

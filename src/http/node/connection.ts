@@ -2,13 +2,6 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { Linger } from "../body.js";
 
-/** The latest request received on a connection, with what its answer needs. */
-export interface Received {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly requestId: string;
-}
-
 // node:http's parser as this module uses it: the function slot it calls at the first byte of
 // each request, numbered by a static of its class.
 interface Parser {
@@ -27,8 +20,10 @@ const connections = new WeakMap<Socket, Connection>();
  * next request begins with its own first byte, however long the connection was idle before.
  */
 export class Connection {
-  /** The latest request received, once its head has been parsed. */
-  latest: Received | undefined;
+  /** The latest request received, once its head has been parsed, with its answer and id (fields, not an object per request). */
+  latestReq: IncomingMessage | undefined;
+  latestRes: ServerResponse | undefined;
+  latestId = "";
   readonly #socket: Socket;
   readonly #linger: Linger;
   // performance.now() at the first byte of the request being received, once it has come.
@@ -99,8 +94,10 @@ export class Connection {
   }
 
   /** Records a request whose head has just been parsed, and says when it arrived (performance.now()). */
-  received(latest: Received): number {
-    this.latest = latest;
+  received(req: IncomingMessage, res: ServerResponse, requestId: string): number {
+    this.latestReq = req;
+    this.latestRes = res;
+    this.latestId = requestId;
     const arrival = this.#began ?? performance.now();
     this.#began = undefined;
     return arrival;

@@ -19,7 +19,7 @@ export class NodeListener implements Listener {
     const onRequest = (req: IncomingMessage, res: ServerResponse) => {
       const requestId = requestIdOf(req.headers["x-request-id"]);
       const connection = Connection.of(req.socket);
-      const arrival = connection === undefined ? performance.now() : connection.received({ req, res, requestId });
+      const arrival = connection === undefined ? performance.now() : connection.received(req, res, requestId);
       // A socket error after the answer started (a client gone mid-write) must not become an
       // unhandled 'error' event.
       res.on("error", destroyResponse);

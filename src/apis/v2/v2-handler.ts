@@ -7,6 +7,8 @@ import { GenerateDialect, INFER_STREAM } from "./generate.js";
 import type { Delegate, Intake } from "../../http/intake.js";
 import type { CorsScope } from "../../http/cors.js";
 import { RouteModel } from "../../serving/route-model.js";
+import { shuttingDown } from "../../serving/admission.js";
+import { parseJsonObject } from "../../codecs.js";
 
 // /v2/models/{m}[/versions/{v}][/{action}]: action is "" (metadata), ready, config, stats, or an inference.
 const MODEL_PATH = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?(?:\/(ready|infer|infer_stream|generate|generate_stream|config|stats))?$/;
@@ -129,24 +131,21 @@ export class V2Handler implements Delegate {
 
   // Reads a small JSON control body (empty is `{}`) and hands it over.
   #control(req: HttpRequest, res: HttpResponse, requestId: string, then: (body: Record<string, unknown>) => void): void {
-    if (this.front.draining) throw new ShoalError("SHUTTING_DOWN", "the server is shutting down");
+    if (this.front.draining) throw shuttingDown();
     readBody(
       req,
       CONTROL_BODY_BYTES,
       ({ bytes }) =>
         this.front.guard(res, requestId, () => {
-          let body: unknown = {};
+          let body: Record<string, unknown>;
           try {
-            if (bytes.byteLength > 0) body = JSON.parse(Buffer.from(bytes).toString("utf8"));
+            body = parseJsonObject(bytes, true);
           } catch (err) {
-            sendError(res, requestId, new ShoalError("BAD_REQUEST", `the body is not JSON: ${(err as Error).message}`));
+            if (!(err instanceof ShoalError)) throw err;
+            sendError(res, requestId, err);
             return;
           }
-          if (typeof body !== "object" || body === null || Array.isArray(body)) {
-            sendError(res, requestId, new ShoalError("BAD_REQUEST", "the body must be a JSON object"));
-            return;
-          }
-          then(body as Record<string, unknown>);
+          then(body);
         }),
       (close) => sendError(res, requestId, new ShoalError("BODY_TOO_LARGE", `the limit is ${CONTROL_BODY_BYTES} bytes`), close ? { connection: "close" } : undefined),
     );

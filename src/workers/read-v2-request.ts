@@ -15,8 +15,8 @@ import { decodeInferenceRequest, decodeParsedRequest, encodeInferenceResponse } 
 import { encodeTensors } from "../v2/message.js";
 import type { TensorMetadata, V2Body, V2InferenceRequest, V2InferenceResponse, V2Pieces, V2RequestedOutput } from "../v2/types.js";
 import type { RequestMeta } from "../worker.js";
+import { parseJsonObject } from "../codecs.js";
 
-const utf8 = new TextDecoder();
 const utf8Encoder = new TextEncoder();
 
 /**
@@ -32,7 +32,7 @@ export function readV2Request(body: Uint8Array | V2Pieces, headerLength: string 
     return request;
   }
   if (!(body instanceof Uint8Array)) throw new ClientError("a generate request is a JSON body");
-  const request = decodeParsedRequest(inferenceOf(parseObject(body), generate), body.byteLength, limits);
+  const request = decodeParsedRequest(inferenceOf(parseJsonObject(body), generate), body.byteLength, limits);
   refuseBinary(request, "a generate answer is one JSON object");
   return request;
 }
@@ -91,13 +91,3 @@ function shapeFor(declared: readonly number[] | undefined, n: number): number[] 
   return n % fixed === 0 ? declared.map((d) => (d === -1 ? n / fixed : d)) : [n];
 }
 
-function parseObject(bytes: Uint8Array): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(utf8.decode(bytes));
-  } catch (err) {
-    throw new ClientError(`the body is not JSON: ${(err as Error).message}`);
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ClientError("the body must be a JSON object");
-  return value as Record<string, unknown>;
-}

@@ -1,0 +1,402 @@
+/**
+ * flood: normal clients beside attackers at the server's limits. One `shoal serve` serves an echo
+ * model (test/fixtures/models/echo.ts) over REST and gRPC at once, with small limits
+ * (`--max-connections`, `--headers-timeout`, `--request-timeout`, `--max-request-size`) so that
+ * the attacks reach them. Two normal clients run from start to end without a pause: REST V2
+ * inference over kept-alive connections and gRPC ModelInfer unary calls on one channel, each at a
+ * fixed concurrency (bench/lib/loadgen.ts). Each round measures them alone, and while the
+ * attackers (bench/lib/attacks.ts, in a process of their own) hold: idle connections on both
+ * ports, slow headers and never-finished bodies, gRPC calls of HEADERS only at many a connection,
+ * ModelStreamInfer calls that send and never read, and gzip bodies that inflate past the limit.
+ *
+ * It reports each normal client's throughput under flood against alone (goal ≥ 0.95), p50/p99,
+ * errors (goal 0), the server's RSS peak (all processes of its tree, from /proc, every 250 ms)
+ * against `--rss-bound`, and whether it stayed up and answered new clients afterwards. Results go
+ * to bench/results/flood.{json,md}; it exits 1 when the server died, a normal client saw an error
+ * or RSS passed the bound (throughput ratios are reported, not enforced: they are timings).
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { ATTACKS, portOf, inferMessage, type AttackName, type AttackSettings, type AttackStats } from "../lib/attacks.js";
+import { grpcSender, httpSender, steadyLoad, type LoadResult } from "../lib/loadgen.js";
+import { gitState, machineInfo, treeCpuSeconds } from "../lib/machine.js";
+import { alternate } from "../lib/measure.js";
+import { treeMemory } from "../lib/proctree.js";
+import { fmtInt, fmtMs, markdownTable, reportHeader, targetsAndCommands, writeResults } from "../lib/results.js";
+import type { Scenario, ScenarioContext } from "../lib/scenario.js";
+import { freePort, startServer, type RunningServer } from "../lib/server.js";
+import { median } from "../lib/stats.js";
+import { within } from "../../test/fuzz/within.js";
+import { processAlive } from "../../test/helpers.js";
+import { ModelRepo } from "../../test/model-helpers.js";
+
+export const defaults = { duration: 8, rounds: 3, warmup: 2 };
+
+const MODEL = "echo";
+const INFER = "/inference.GRPCInferenceService/ModelInfer";
+/** Normal throughput under flood / alone at least this. */
+const GOAL = 0.95;
+const MiB = 1024 * 1024;
+
+type Phase = "alone" | "flood";
+type Client = "rest" | "grpc";
+
+interface Settings {
+  /** Concurrent requests of the normal REST and gRPC clients. */
+  connections: number;
+  streams: number;
+  /** The server's limits. */
+  maxConnections: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxRequestSize: number;
+  serverArgs: string[];
+  rampSec: number;
+  rssBoundMiB: number;
+  attack: Omit<AttackSettings, "host" | "restPort" | "grpcPort">;
+}
+
+/** One measured window of one round. */
+interface Window {
+  round: number;
+  phase: Phase;
+  rest: LoadResult;
+  grpc: LoadResult;
+  /** The server's RSS peak during the window (for a flood, from the attackers' start), in MiB. */
+  rssPeakMiB: number;
+  /** CPU of the server and of the attackers during the window, in cores. */
+  serverCores: number;
+  attackerCores: number;
+  /** For a flood: what each attack did, from its start to its stop. */
+  attacks?: AttackStats[];
+}
+
+interface Outcome {
+  settings: Settings;
+  windows: Window[];
+  /** RSS of the server before the first window and after the last, in MiB. */
+  rssStartMiB: number;
+  rssEndMiB: number;
+  rssPeakMiB: number;
+  /** Every 250 ms: seconds since the start, RSS in MiB, and the phase then. */
+  samples: { t: number; rssMiB: number; phase: Phase | "between" }[];
+  /** Undefined while the server lived; else when it died and its last lines. */
+  died?: { atSec: number; output: string };
+  /** Whether new REST and gRPC clients were answered after the flood. */
+  afterwards: { rest: string | undefined; grpc: string | undefined };
+  command: string;
+}
+
+function settingsOf(ctx: ScenarioContext): Settings {
+  const v = ctx.values;
+  const whole = (name: string, fallback: number, min = 1) => {
+    const raw = v[name] as string | undefined;
+    const n = raw === undefined ? fallback : Number(raw);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number >= ${min}, not '${raw}'`);
+    return n;
+  };
+  const maxConnections = whole("max-connections", 256);
+  const maxRequestSize = whole("max-request-size", MiB);
+  const wanted = ((v.attacks as string | undefined) ?? "all").split(",").flatMap((a) => (a === "all" ? [...ATTACKS] : a === "rest" || a === "grpc" ? ATTACKS.filter((n) => portOf(n) === a) : [a]));
+  for (const a of wanted) if (!(ATTACKS as readonly string[]).includes(a)) throw new Error(`--attacks: unknown attack '${a}'; known: rest, grpc, all, ${ATTACKS.join(", ")}`);
+  // The other attacks' sizes; the idle connections fill each port up to the cap.
+  const sizes = {} as Record<AttackName, number>;
+  const fallbacks: Record<AttackName, number> = { "slow-headers": 64, "slow-bodies": 64, "gzip-rest": 4, "header-only": 8, "non-reading": 8, "gzip-grpc": 4, "idle-rest": 0, "idle-grpc": 0 };
+  for (const name of ATTACKS) if (!name.startsWith("idle-")) sizes[name] = wanted.includes(name) ? whole(name, fallbacks[name], 0) : 0;
+  for (const [idle, port] of [["idle-rest", "rest"], ["idle-grpc", "grpc"]] as const) {
+    const others = ATTACKS.filter((n) => portOf(n) === port && n !== idle).reduce((a, n) => a + sizes[n], 0);
+    sizes[idle] = wanted.includes(idle) ? whole(idle, Math.max(0, maxConnections - others), 0) : 0;
+  }
+  return {
+    connections: whole("connections", 8),
+    streams: whole("streams", 8),
+    maxConnections,
+    headersTimeoutMs: whole("headers-timeout", 2000),
+    requestTimeoutMs: whole("request-timeout", 4000),
+    maxRequestSize,
+    serverArgs: ((v["server-args"] as string | undefined) ?? "").split(/\s+/).filter((a) => a !== ""),
+    rampSec: whole("ramp", 3, 0),
+    rssBoundMiB: whole("rss-bound", 512),
+    attack: {
+      model: MODEL,
+      sizes,
+      reopenMs: whole("reopen-ms", 100, 0),
+      dripMs: whole("drip-ms", 500),
+      slowBodyBytes: Math.floor(maxRequestSize / 2),
+      streamsPerConnection: whole("streams-per-connection", 500),
+      streamRequests: whole("stream-requests", 1000),
+      streamRequestBytes: whole("stream-kb", 16) * 1024,
+      gzipInflatedBytes: 4 * maxRequestSize,
+      gzipEveryMs: whole("gzip-every", 100),
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Starts the attackers' process; resolves once its attacks have started. */
+async function startAttackers(root: string, settings: AttackSettings): Promise<{ pid: number; stop(): Promise<AttackStats[]> }> {
+  const child: ChildProcess = fork(join(root, "bench", "tools", "flood-attackers.ts"), [JSON.stringify(settings)], { cwd: root, execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const killOnExit = () => child.kill("SIGKILL");
+  process.on("exit", killOnExit);
+  const message = (what: string) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      child.once("message", (m) => resolve(m as Record<string, unknown>));
+      child.once("exit", (code) => reject(new Error(`the attackers exited (${code}) before ${what}`)));
+    });
+  await message("starting");
+  return {
+    pid: child.pid!,
+    stop: async () => {
+      const stats = message("stopping");
+      child.send("stop");
+      const { stats: s } = (await stats) as { stats: AttackStats[] };
+      process.off("exit", killOnExit);
+      return s;
+    },
+  };
+}
+
+async function measure(ctx: ScenarioContext, s: Settings): Promise<Outcome> {
+  const { common, log } = ctx;
+  const repo = new ModelRepo();
+  repo.module(MODEL, "echo.ts", { maxBatchSize: 16, maxWaitMs: 2 });
+  const grpcPort = await freePort();
+  const x = Array.from({ length: 16 }, (_, i) => i / 16);
+  const json = Buffer.from(JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [16], data: x }] }));
+  let server: RunningServer | undefined;
+  try {
+    server = await startServer({
+      name: "shoal",
+      script: "dist/cli/main.js",
+      args: [
+        "serve", "--model-repository", repo.dir, "--workers", "1", "--port", "{port}", "--grpc-port", String(grpcPort), "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json",
+        "--max-connections", String(s.maxConnections), "--headers-timeout", String(s.headersTimeoutMs), "--request-timeout", String(s.requestTimeoutMs), "--max-request-size", String(s.maxRequestSize),
+        ...s.serverArgs,
+      ],
+      port: await freePort(),
+      cwd: ctx.root,
+      probe: { path: `/v2/models/${MODEL}/infer`, body: json.toString() },
+      startTimeoutMs: 60_000,
+    });
+    const { pid } = server;
+    const t0 = performance.now();
+    const samples: Outcome["samples"] = [];
+    let phase: Phase | "between" = "between";
+    let peak = 0;
+    let died: Outcome["died"];
+    const alive = () => died === undefined;
+    const sampler = setInterval(() => {
+      const t = (performance.now() - t0) / 1000;
+      if (!processAlive(pid)) {
+        died ??= { atSec: t, output: server!.output() };
+        return;
+      }
+      const rssMiB = treeMemory(pid).rssBytes / MiB;
+      peak = Math.max(peak, rssMiB);
+      samples.push({ t: Math.round(t * 10) / 10, rssMiB: Math.round(rssMiB), phase });
+    }, 250);
+    const rssStartMiB = treeMemory(pid).rssBytes / MiB;
+
+    const rest = httpSender(`${server.url}/v2/models/${MODEL}/infer`, json, { "content-type": "application/json" }, s.connections);
+    const message = inferMessage(MODEL, { datatype: "FP32", shape: [16], raw: Buffer.from(Float32Array.from(x).buffer) });
+    const grpc = grpcSender(`127.0.0.1:${grpcPort}`, INFER, message);
+    const loads = { rest: steadyLoad(rest.send, s.connections), grpc: steadyLoad(grpc.send, s.streams) };
+    const windows: Window[] = [];
+    // Starts a window: what it measures is read by the function returned.
+    const open = (p: Phase | "between", resetPeak = true) => {
+      phase = p;
+      if (resetPeak) peak = 0;
+      loads.rest.window();
+      loads.grpc.window();
+      const cpu = treeCpuSeconds(pid);
+      const t = performance.now();
+      return (round: number, attackerCpu = 0): Omit<Window, "attacks"> => {
+        const secs = (performance.now() - t) / 1000;
+        return { round, phase: p as Phase, rest: loads.rest.window(), grpc: loads.grpc.window(), rssPeakMiB: Math.round(peak), serverCores: round2((treeCpuSeconds(pid) - cpu) / secs), attackerCores: round2(attackerCpu / secs) };
+      };
+    };
+    log(`warming up for ${common.warmupSec} s: REST at ${s.connections} connections, gRPC at ${s.streams} streams`);
+    open("between");
+    await sleep(common.warmupSec * 1000);
+    try {
+      for (let round = 1; round <= common.rounds && alive(); round++) {
+        for (const p of alternate<Phase>(["alone", "flood"], round)) {
+          if (!alive()) break;
+          if (p === "alone") {
+            const close = open("alone");
+            await sleep(common.durationSec * 1000);
+            windows.push(close(round));
+          } else {
+            const attackers = await startAttackers(ctx.root, { host: "127.0.0.1", restPort: server.port, grpcPort, ...s.attack });
+            // RSS counts from the attackers' start; throughput and CPU from the end of the ramp.
+            phase = "flood";
+            peak = 0;
+            await sleep(s.rampSec * 1000);
+            const close = open("flood", false);
+            const cpu0 = treeCpuSeconds(attackers.pid);
+            await sleep(common.durationSec * 1000);
+            const w = close(round, treeCpuSeconds(attackers.pid) - cpu0);
+            windows.push({ ...w, attacks: await attackers.stop() });
+            // Let the server close what the attackers left before the next window.
+            open("between");
+            await sleep(2000);
+          }
+          const w = windows.at(-1)!;
+          log(`round ${round} ${p.padEnd(5)}: REST ${fmtInt(w.rest.requestsPerSec)} req/s (p99 ${fmtMs(w.rest.p99Ms)} ms, ${errorsOf(w.rest)}), gRPC ${fmtInt(w.grpc.requestsPerSec)} req/s (p99 ${fmtMs(w.grpc.p99Ms)} ms, ${errorsOf(w.grpc)}), RSS peak ${w.rssPeakMiB} MiB, server ${w.serverCores} cores`);
+          for (const a of w.attacks ?? []) log(`  ${describeAttack(a)}`);
+        }
+      }
+    } finally {
+      await Promise.all([loads.rest.stop(), loads.grpc.stop()]);
+      rest.close();
+      grpc.close();
+      clearInterval(sampler);
+    }
+    if (!processAlive(pid)) died ??= { atSec: (performance.now() - t0) / 1000, output: server.output() };
+    // New clients, on new connections, once the attackers are gone.
+    const url = server.url;
+    const afterwards = {
+      rest: await within(15_000, async () => {
+        const res = await fetch(`${url}/v2/models/${MODEL}/infer`, { method: "POST", body: json, headers: { "content-type": "application/json", connection: "close" }, signal: AbortSignal.timeout(5000) });
+        return res.status === 200 ? undefined : `a new REST client got ${res.status}`;
+      }),
+      grpc: await within(15_000, async () => {
+        const fresh = grpcSender(`127.0.0.1:${grpcPort}`, INFER, message);
+        try {
+          return (await fresh.send()) ? undefined : "a new gRPC client's call failed";
+        } finally {
+          fresh.close();
+        }
+      }),
+    };
+    const rssEndMiB = processAlive(pid) ? treeMemory(pid).rssBytes / MiB : NaN;
+    return { settings: s, windows, rssStartMiB: Math.round(rssStartMiB), rssEndMiB: Math.round(rssEndMiB), rssPeakMiB: Math.round(Math.max(...samples.map((x) => x.rssMiB), 0)), samples, died, afterwards, command: server.command };
+  } finally {
+    await server?.stop();
+    repo.remove();
+  }
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+// "0 errors", or "12 errors (HTTP 429: 10, ECONNRESET: 2)".
+function errorsOf(r: LoadResult): string {
+  const kinds = Object.entries(r.errorKinds).map(([k, n]) => `${k}: ${n}`);
+  return `${r.errors} errors${kinds.length > 0 ? ` (${kinds.join(", ")})` : ""}`;
+}
+
+function describeAttack(a: AttackStats): string {
+  const counts = Object.entries(a.counts).map(([k, n]) => `${k}: ${n}`).join(", ");
+  return `${a.name} (${a.size}): ${a.opened} opened, ${a.endedByServer} ended by the server (${a.endedAtOnce} at once, mean ${fmtInt(a.meanEndedMs)} ms), ${a.heldAtStop} held at the stop, longest ${fmtInt(a.longestHeldMs)} ms${counts === "" ? "" : `; ${counts}`}`;
+}
+
+/** Flood / alone req/s of a client, per round, and their median. */
+function ratios(windows: readonly Window[], client: Client): { perRound: number[]; median: number } {
+  const perRound = [...new Set(windows.map((w) => w.round))].flatMap((round) => {
+    const at = (p: Phase) => windows.find((w) => w.round === round && w.phase === p)?.[client].requestsPerSec;
+    const [alone, flood] = [at("alone"), at("flood")];
+    return alone === undefined || flood === undefined ? [] : [flood / alone];
+  });
+  return { perRound, median: median(perRound) };
+}
+
+function report(ctx: ScenarioContext, o: Outcome): void {
+  const s = o.settings;
+  const floods = o.windows.filter((w) => w.phase === "flood");
+  const alones = o.windows.filter((w) => w.phase === "alone");
+  const errors = (client: Client, ws: readonly Window[]) => ws.reduce((a, w) => a + w[client].errors, 0);
+  const floodPeak = Math.max(0, ...floods.map((w) => w.rssPeakMiB));
+  const alonePeak = Math.max(0, ...alones.map((w) => w.rssPeakMiB));
+  const ratio = { rest: ratios(o.windows, "rest"), grpc: ratios(o.windows, "grpc") };
+  const stayedUp = o.died === undefined && o.afterwards.rest === undefined && o.afterwards.grpc === undefined;
+  const noErrors = errors("rest", o.windows) + errors("grpc", o.windows) === 0;
+  const withinBound = floodPeak <= s.rssBoundMiB && o.rssPeakMiB <= s.rssBoundMiB;
+  const shown = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : "n/a");
+  const verdicts = [
+    ...(["rest", "grpc"] as const).map((c) => `normal ${c === "rest" ? "REST" : "gRPC"} client, throughput under flood / alone: ${shown(ratio[c].median)} (rounds: ${ratio[c].perRound.map(shown).join(", ") || "none"}; goal ≥ ${GOAL}): ${ratio[c].median >= GOAL ? "met" : "NOT met"}`),
+    `errors seen by the normal clients: REST ${errors("rest", floods)} under flood and ${errors("rest", alones)} alone, gRPC ${errors("grpc", floods)} and ${errors("grpc", alones)} (goal 0): ${noErrors ? "met" : "FAIL"}`,
+    `server RSS peak (all its processes): ${floodPeak} MiB under flood, ${alonePeak} MiB alone, ${o.rssPeakMiB} MiB over the run (bound ${s.rssBoundMiB} MiB): ${withinBound ? "within" : "FAIL"}`,
+    `server stayed up: ${o.died === undefined ? "yes" : `no, it died ${o.died.atSec.toFixed(1)} s into the run`}; new clients answered afterwards: REST ${o.afterwards.rest ?? "yes"}, gRPC ${o.afterwards.grpc ?? "yes"}: ${stayedUp ? "met" : "FAIL"}`,
+  ];
+  const attackNames = ATTACKS.filter((n) => s.attack.sizes[n] > 0);
+  const provenance = { invocation: `npm run bench -- ${process.argv.slice(2).join(" ")}`, date: new Date().toISOString(), git: gitState(ctx.root), machine: machineInfo("no wrk: the harness's own load generator") };
+  const cell = (r: LoadResult) => [fmtInt(r.requestsPerSec), fmtMs(r.p50Ms), fmtMs(r.p99Ms), errorsOf(r).replace(/ errors?/, "")];
+  const md = [
+    ...reportHeader("flood: normal clients beside attackers at the server's limits", provenance),
+    "",
+    `Server: \`shoal serve\`, an echo model (batches of up to 16, 2 ms), 1 worker thread, REST and gRPC; --max-connections ${s.maxConnections} (each port), --headers-timeout ${s.headersTimeoutMs}, --request-timeout ${s.requestTimeoutMs}, --max-request-size ${s.maxRequestSize}${s.serverArgs.length > 0 ? `, ${s.serverArgs.join(" ")}` : ""}. ` +
+      `Normal clients, all the time: REST V2 JSON inference (16 FP32) at ${s.connections} kept-alive connections, gRPC ModelInfer (raw contents) at ${s.streams} concurrent calls on one channel. ` +
+      `Each round measures them ${ctx.common.durationSec} s alone and ${ctx.common.durationSec} s under flood (after a ${s.rampSec} s ramp; RSS counts from the attackers' start), in alternating order; ${ctx.common.rounds} round(s).`,
+    "",
+    `Attacks (slots): ${attackNames.map((n) => `${n} ${s.attack.sizes[n]}`).join(", ") || "none"}; a slot the server ends is opened again after ${s.attack.reopenMs} ms; slow clients send a byte every ${s.attack.dripMs} ms (a slow body declares ${s.attack.slowBodyBytes} bytes); ` +
+      `${s.attack.streamsPerConnection} header-only calls per connection; a non-reading client sends ${s.attack.streamRequests} requests of ${s.attack.streamRequestBytes / 1024} KiB on one ModelStreamInfer call; gzip bodies inflate to ${s.attack.gzipInflatedBytes} bytes, one every ${s.attack.gzipEveryMs} ms per slot.`,
+    "",
+    markdownTable(
+      ["round", "phase", "REST req/s", "p50 ms", "p99 ms", "errors", "gRPC req/s", "p50 ms", "p99 ms", "errors", "RSS peak MiB", "server cores", "attackers cores"],
+      o.windows.map((w) => [String(w.round), w.phase, ...cell(w.rest), ...cell(w.grpc), String(w.rssPeakMiB), w.serverCores.toFixed(2), w.phase === "flood" ? w.attackerCores.toFixed(2) : "–"]),
+      ["r", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r"],
+    ),
+    "",
+    `RSS of the server: ${o.rssStartMiB} MiB at the start, ${Number.isFinite(o.rssEndMiB) ? `${o.rssEndMiB} MiB` : "gone"} at the end.`,
+    "",
+    ...floods.flatMap((w) => [
+      `### What the attacks did (round ${w.round})`,
+      "",
+      markdownTable(
+        ["attack", "port", "slots", "opened", "ended by server", "at once", "held at stop", "mean ended ms", "longest ms", "answers and errors"],
+        (w.attacks ?? []).map((a) => [a.name, a.port, String(a.size), fmtInt(a.opened), fmtInt(a.endedByServer), fmtInt(a.endedAtOnce), fmtInt(a.heldAtStop), fmtInt(a.meanEndedMs), fmtInt(a.longestHeldMs), Object.entries(a.counts).map(([k, n]) => `${k}: ${n}`).join(", ")]),
+        ["l", "l", "r", "r", "r", "r", "r", "r", "r", "l"],
+      ),
+      "",
+    ]),
+    ...(o.died === undefined ? [] : ["## The server died", "", "Its last lines:", "", "```", o.died.output, "```", ""]),
+    ...targetsAndCommands(verdicts, { server: [o.command] }),
+  ].join("\n");
+  const paths = writeResults(ctx.resultsDir, "flood", { ...provenance, common: ctx.common, ratios: ratio, verdicts, ...o }, md);
+  for (const v of verdicts) ctx.log(v);
+  ctx.log(`wrote ${paths.md}`);
+  if (!stayedUp || !noErrors || !withinBound) throw new Error("flood: the server died, a normal client saw errors, or RSS passed the bound (see above)");
+}
+
+async function run(ctx: ScenarioContext): Promise<void> {
+  const s = settingsOf(ctx);
+  const sizes = ATTACKS.filter((n) => s.attack.sizes[n] > 0).map((n) => `${n} ${s.attack.sizes[n]}`);
+  ctx.log(`attacks: ${sizes.join(", ") || "none"}; server limits: --max-connections ${s.maxConnections}, --headers-timeout ${s.headersTimeoutMs}, --request-timeout ${s.requestTimeoutMs}, --max-request-size ${s.maxRequestSize} ${s.serverArgs.join(" ")}`);
+  report(ctx, await measure(ctx, s));
+}
+
+export const scenario: Scenario = {
+  name: "flood",
+  summary: "Normal REST and gRPC clients alone and beside attackers at the server's limits (idle connections, slowloris, header-only gRPC calls, non-reading streams, gzip bombs); throughput ratio, p99, errors, RSS peak, survival.",
+  options: Object.fromEntries(
+    ["connections", "streams", "max-connections", "headers-timeout", "request-timeout", "max-request-size", "server-args", "attacks", ...ATTACKS, "streams-per-connection", "stream-requests", "stream-kb", "gzip-every", "reopen-ms", "drip-ms", "ramp", "rss-bound"].map((name) => [name, { type: "string" as const }]),
+  ),
+  help: {
+    "connections <n>": "concurrent requests of the normal REST client, on kept-alive connections (default 8)",
+    "streams <n>": "concurrent ModelInfer calls of the normal gRPC client, on one channel (default 8)",
+    "max-connections <n>": "the server's --max-connections, each port (default 256)",
+    "headers-timeout <ms>": "the server's --headers-timeout (default 2000)",
+    "request-timeout <ms>": "the server's --request-timeout (default 4000)",
+    "max-request-size <b>": "the server's --max-request-size (default 1048576); a slow body declares half, a gzip body inflates to 4 times",
+    "server-args <args>": "more flags for the server, in one string (e.g. gRPC limits)",
+    "attacks <list>": `rest, grpc, all (default) or names of: ${ATTACKS.join(", ")}`,
+    "idle-rest <n>": "idle connections to the REST port (default: what fills --max-connections beside the other REST attacks)",
+    "slow-headers <n>": "connections sending their headers a byte at a time (default 64)",
+    "slow-bodies <n>": "connections sending a body that never ends (default 64)",
+    "gzip-rest <n>": "kept-alive connections sending gzip bodies that inflate past the limit (default 4)",
+    "idle-grpc <n>": "idle connections to the gRPC port (default: what fills --max-connections beside the other gRPC attacks)",
+    "header-only <n>": "gRPC connections opening calls of HEADERS only (default 8)",
+    "streams-per-connection <n>": "header-only calls per connection (default 500)",
+    "non-reading <n>": "ModelStreamInfer calls that send and never read, one a connection (default 8)",
+    "stream-requests <n>": "requests each non-reading call sends (default 1000)",
+    "stream-kb <n>": "KiB of tensor in each of them, answered as large (default 16)",
+    "gzip-grpc <n>": "gRPC connections sending gzip messages that inflate past the limit (default 4)",
+    "gzip-every <ms>": "each gzip slot sends one body this often (default 100)",
+    "reopen-ms <ms>": "a slot the server ends is opened again after this long (default 100)",
+    "drip-ms <ms>": "a slow client sends one byte this often (default 500)",
+    "ramp <s>": "seconds between the attackers' start and the flood window (default 3)",
+    "rss-bound <MiB>": "the server's RSS (all its processes) must stay under this (default 512)",
+  },
+  run,
+};
