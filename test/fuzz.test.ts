@@ -92,8 +92,9 @@ describe(`fuzz: ${COUNT} generated requests, seed ${SEED}`, () => {
     server = await startFuzzServer();
     result = await runFuzz({ port: server.server.port, seed: SEED, count: COUNT, concurrency: 24, timeoutMs: 15_000 });
     grpcResult = await runGrpcFuzz(server.grpcPort, SEED, Math.ceil(COUNT / 10), 24, FUZZ_TARGET.adminToken);
-    resources = await runGrpcResourceFuzz(server.grpcPort, server.server.url, server.pid, SEED);
     afterwards = await checkAfter(server);
+    // After the check, which loads again the models the run may have unloaded.
+    resources = await runGrpcResourceFuzz(server.grpcPort, server.server.url, server.pid, SEED);
     process.stdout.write([...describeRun(SEED, result), ...describeGrpcRun(SEED, grpcResult), ...describeGrpcResourceRun(SEED, resources)].map((line) => `${line}\n`).join(""));
   });
   after(() => server?.stop());

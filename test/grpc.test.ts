@@ -536,8 +536,8 @@ describe("gRPC messages still arriving are held against --max-inflight-bytes", (
     assert.ok(resets.every((code) => code === constants.NGHTTP2_ENHANCE_YOUR_CALM), `reset with ${resets.join(", ")}`);
     const held = (await metric(url, "shoal_request_bytes_in_flight"))!;
     assert.ok(held <= 4 * MiB && held >= 2 * MiB, `${held} bytes held`);
-    // The REST front shares the budget: a body that does not fit is 429 now.
-    const rest = await post(`${server.url}/v2/models/echo/infer`, { inputs: [{ name: "text", datatype: "BYTES", shape: [1], data: ["x".repeat(MiB)] }] });
+    // The REST front shares the budget: a body that does not fit what is left is 429 now.
+    const rest = await post(`${server.url}/v2/models/echo/infer`, { inputs: [{ name: "text", datatype: "BYTES", shape: [1], data: ["x".repeat(4 * MiB - held + 1024)] }] });
     assert.equal(rest.status, 429, rest.text);
     for (const stream of streams) stream.close();
     session.close();

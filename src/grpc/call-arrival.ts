@@ -2,7 +2,7 @@ import { constants, type ServerHttp2Stream } from "node:http2";
 import { status, type ServerInterceptingCallInterface } from "@grpc/grpc-js";
 import { ShoalError } from "../errors.js";
 import type { Admission, Upload } from "../serving/admission.js";
-import type { Hold } from "../serving/byte-budget.js";
+import { overBudget, type Hold } from "../serving/byte-budget.js";
 import { MessageFrames } from "./message-frames.js";
 import { MESSAGE_BYTES } from "./message-buffer.js";
 
@@ -108,7 +108,7 @@ export class CallArrival {
       if (!hold.take(bytes)) {
         raw?.hold.release();
         this.door.refused();
-        this.end(new ShoalError("QUEUE_FULL", "the request bytes in flight leave no room for this message once inflated; retry later"));
+        this.end(overBudget());
         return false;
       }
       this.#given.set(message as object, { hold, at });

@@ -8,7 +8,7 @@ import type { Metadata, ServerDuplexStream, ServerUnaryCall, sendUnaryData } fro
 import { ShoalError } from "../errors.js";
 import type { Task } from "../scheduling/task.js";
 import type { Entrant } from "../serving/admission.js";
-import type { Hold } from "../serving/byte-budget.js";
+import { overBudget, type Hold } from "../serving/byte-budget.js";
 import type { ServingCore } from "../serving/core.js";
 import { arrivalOf, takeArrived } from "./call-arrival.js";
 import { Undecodable } from "./decode.js";
@@ -170,7 +170,7 @@ export class GrpcInference {
       path = plane.inferPath(target);
       const { body, bytes, transfer } = requestBody(request);
       const hold = held ?? admission.hold();
-      if (!hold.take(Math.max(0, bytes - hold.bytes))) throw new ShoalError("QUEUE_FULL", "the request bodies in flight leave no room for this one; retry later");
+      if (!hold.take(Math.max(0, bytes - hold.bytes))) throw overBudget();
       // The sooner of the server's deadline and the call's, from the first byte (the call's is from now).
       const elapsed = performance.now() - arrival;
       const callMs = (callDeadline instanceof Date ? callDeadline.getTime() : callDeadline) - Date.now() + elapsed;

@@ -246,11 +246,12 @@ async function main(): Promise<void> {
     for (const line of describeRun(seed, result)) log(line);
     const grpcResult = await runGrpcFuzz(fuzzServer.grpcPort, seed, Math.ceil(options.count / 10), options.concurrency, FUZZ_TARGET.adminToken);
     for (const line of describeGrpcRun(seed, grpcResult)) log(line);
-    const resources = await runGrpcResourceFuzz(fuzzServer.grpcPort, fuzzServer.server.url, fuzzServer.pid, seed);
-    for (const line of describeGrpcResourceRun(seed, resources)) log(line);
     const problems = await checkAfter(fuzzServer);
     for (const p of problems) log(`FAIL after the run: ${p}`);
     if (problems.length === 0) log("after the run: same process, ready, nothing in flight, every route answers a good request");
+    // After the check, which loads again the models the run may have unloaded.
+    const resources = await runGrpcResourceFuzz(fuzzServer.grpcPort, fuzzServer.server.url, fuzzServer.pid, seed);
+    for (const line of describeGrpcResourceRun(seed, resources)) log(line);
     failed = result.findings.size > 0 || grpcResult.failures.size > 0 || resources.problems.length > 0 || problems.length > 0;
   } finally {
     await fuzzServer.stop();
