@@ -14,25 +14,14 @@ import { promisify } from "node:util";
 import { after, describe, test } from "node:test";
 import * as ort from "onnxruntime-node";
 import sharp, { type Sharp } from "sharp";
-import { draculaInputs, words, type DraculaVocabulary } from "../scripts/models/dracula-sentiment.js";
+import { draculaInputs, words, type DraculaVocabulary } from "../scripts/models/dracula-inputs.js";
 import { recipe } from "../scripts/models/catalog.js";
 import { ensureModel, ensureRecipe, sha256 } from "../scripts/models/ensure-model.js";
+import { SENTENCES } from "./fixtures/sentences.js";
 import { ROOT, fixture } from "./helpers.js";
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
-
-/** Sentences of clear polarity, of 1 to 14 words, with characters the model does not know. */
-const SENTENCES: readonly [string, "positive" | "negative"][] = [
-  ["I love this movie, it was wonderful", "positive"],
-  ["This is the worst service I have ever had", "negative"],
-  ["puppies", "positive"],
-  ["terror", "negative"],
-  ["What a great and happy day with friends", "positive"],
-  ["The food was awful and the staff were rude", "negative"],
-  ["An absolutely brilliant, beautiful performance from start to finish – I loved every minute", "positive"],
-  ["I hate   waiting, this is terrible", "negative"],
-];
 
 describe("models: made from registry packages, checked and kept", () => {
   const root = mkdtempSync(join(tmpdir(), "shoal-models-"));

@@ -6,13 +6,8 @@
 import { createHash } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { recipe, type ModelRecipe } from "./catalog.js";
-
-/** The cache of made models: `models/` at the repository's root, or `$SHOAL_MODELS_DIR`. */
-export function modelsDir(): string {
-  return process.env.SHOAL_MODELS_DIR || fileURLToPath(new URL("../../models", import.meta.url));
-}
+import { modelsDir } from "./models-dir.js";
 
 /** The hex SHA-256 of a file. */
 export function sha256(file: string): string {

@@ -5,7 +5,8 @@
 import { copyFileSync } from "node:fs";
 import { join } from "node:path";
 import { MODELS } from "./catalog.js";
-import { ensureModel, modelsDir } from "./ensure-model.js";
+import { ensureModel } from "./ensure-model.js";
+import { modelsDir } from "./models-dir.js";
 
 const names = process.argv.slice(2);
 const root = modelsDir();
