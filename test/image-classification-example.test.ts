@@ -89,6 +89,12 @@ describe("examples/image-classification/server.ts", () => {
     const after = await batchSizes(server.url, "Classifier_2");
     assert.equal(after.items - before.items, 16);
     assert.ok(after.batches - before.batches < 16, `16 images took ${after.batches - before.batches} batches`);
+    // Grey with an alpha channel (two channels) is turned into RGB first: still a cat.
+    const grey = await sharp(CAT).toColourspace("b-w").ensureAlpha().png().toBuffer();
+    assert.equal((await sharp(grey).metadata()).channels, 2);
+    const reply = await classify(`${server.url}/classify?k=1`, grey);
+    assert.equal(reply.status, 200, reply.text);
+    assert.match(reply.json.top[0].label, /cat/);
   });
 
   test("bad images and bad k are 422s, answered quickly, and the workers live on", async () => {

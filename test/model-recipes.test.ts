@@ -17,6 +17,7 @@ import sharp, { type Sharp } from "sharp";
 import { draculaInputs, words, type DraculaVocabulary } from "../scripts/models/dracula-inputs.js";
 import { recipe } from "../scripts/models/catalog.js";
 import { ensureModel, ensureRecipe, sha256 } from "../scripts/models/ensure-model.js";
+import { SIDE, normalise } from "../examples/image-classification/imagenet.js";
 import { SENTENCES } from "./fixtures/sentences.js";
 import { ROOT, fixture } from "./helpers.js";
 
@@ -126,16 +127,9 @@ describe("models: EfficientNet-Lite0 from a PyPI wheel, read without torch", () 
   });
 });
 
-// Resize the short side to 256, take the centre 224 × 224, normalise with ImageNet's mean and
-// standard deviation, planar RGB.
+// As the example's CPU stage prepares an image: the short side resized to 256, the centre 224 × 224.
 async function imagenetInput(image: Sharp): Promise<Float32Array> {
-  const data = await image.resize(256, 256, { fit: "cover" }).extract({ left: 16, top: 16, width: 224, height: 224 }).removeAlpha().raw().toBuffer();
-  const mean = [0.485, 0.456, 0.406];
-  const std = [0.229, 0.224, 0.225];
-  const plane = 224 * 224;
-  const out = new Float32Array(3 * plane);
-  for (let i = 0; i < plane; i++) for (let c = 0; c < 3; c++) out[c * plane + i] = (data[i * 3 + c]! / 255 - mean[c]!) / std[c]!;
-  return out;
+  return normalise(await image.resize(256, 256, { fit: "cover" }).extract({ left: 16, top: 16, width: SIDE, height: SIDE }).removeAlpha().raw().toBuffer());
 }
 
 function argmax(p: Float32Array): { index: number; p: number } {

@@ -8,6 +8,10 @@ import type { Sharp, SharpOptions } from "sharp";
 import { ValidationError, Worker, type RequestMeta } from "shoal";
 import { SIDE, normalise } from "./imagenet.js";
 
+/** The short side an image is resized to before its centre SIDE × SIDE is taken. */
+const RESIZE = 256;
+const MARGIN = (RESIZE - SIDE) / 2;
+
 /** The most pixels an image may declare (5000 × 5000): libvips refuses larger ones from their header. */
 export const MAX_PIXELS = 25_000_000;
 
@@ -23,6 +27,13 @@ export interface Prepared {
 
 type Format = "jpeg" | "png";
 
+/** A request as the CPU stage reads it: the image's bytes and format, and k. */
+export interface ImageRequest {
+  image: Uint8Array;
+  format: Format;
+  k: number;
+}
+
 /** The format of an image from its first bytes; undefined for anything but JPEG and PNG. */
 export function sniff(bytes: Uint8Array): Format | undefined {
   if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return "jpeg";
@@ -35,7 +46,7 @@ export function sniff(bytes: Uint8Array): Format | undefined {
  * The request's image and k: the body must be a JPEG or PNG (told by its first bytes); an image
  * content-type, when given, must agree with them. `?k=` is 1 to 1000.
  */
-export function readRequest(body: Uint8Array, meta?: RequestMeta): { image: Uint8Array; format: Format; k: number } {
+export function readRequest(body: Uint8Array, meta?: RequestMeta): ImageRequest {
   const declared = String(meta?.headers["content-type"] ?? "").match(/^\s*image\/([\w.+-]+)/i)?.[1]?.toLowerCase();
   const format = sniff(body);
   if (declared !== undefined && declared !== "jpeg" && declared !== "jpg" && declared !== "png") {
@@ -46,8 +57,8 @@ export function readRequest(body: Uint8Array, meta?: RequestMeta): { image: Uint
     throw new ValidationError(`the body is a ${format.toUpperCase()} image, not image/${declared} as its content-type says`);
   }
   const raw = new URLSearchParams(meta?.query).get("k");
-  const k = raw === null ? DEFAULT_K : Number(raw);
-  if (!Number.isInteger(k) || k < 1 || k > MAX_K || !/^\d+$/.test(raw ?? "5")) throw new ValidationError(`k must be a whole number from 1 to ${MAX_K}; got '${raw}'`);
+  const k = raw === null ? DEFAULT_K : /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
+  if (!(k >= 1 && k <= MAX_K)) throw new ValidationError(`k must be a whole number from 1 to ${MAX_K}; got '${raw}'`);
   return { image: body, format, k };
 }
 
@@ -66,7 +77,7 @@ export class ImagePrep extends Worker {
     return readRequest(body, meta);
   }
 
-  async forward(request: ReturnType<typeof readRequest>): Promise<Prepared> {
+  async forward(request: ImageRequest): Promise<Prepared> {
     const { image, format, k } = request;
     const unreadable = (err: unknown) => new ValidationError(`the body is not a readable ${format.toUpperCase()} image: ${(err as Error).message}`);
     // The header's size first (reading it decodes no pixels), so that the answer names it; the
@@ -78,7 +89,7 @@ export class ImagePrep extends Worker {
     if (width * height > MAX_PIXELS) throw new ValidationError(`the image is ${width} × ${height} pixels, more than ${MAX_PIXELS}`);
     let rgb: Buffer;
     try {
-      rgb = await input.resize(256, 256, { fit: "cover" }).extract({ left: 16, top: 16, width: SIDE, height: SIDE }).removeAlpha().toColourspace("srgb").raw().toBuffer();
+      rgb = await input.resize(RESIZE, RESIZE, { fit: "cover" }).extract({ left: MARGIN, top: MARGIN, width: SIDE, height: SIDE }).removeAlpha().toColourspace("srgb").raw().toBuffer();
     } catch (err) {
       throw unreadable(err);
     }
