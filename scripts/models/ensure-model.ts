@@ -54,8 +54,11 @@ export async function ensureRecipe(model: ModelRecipe, root = modelsDir()): Prom
       const lines = wrong.map((f) => `  ${f}: expected ${model.files[f]}, made ${existsSync(join(work, f)) ? sha256(join(work, f)) : "nothing"}`);
       throw new Error(`model '${name}' did not come out as catalogued (scripts/models/catalog.ts):\n${lines.join("\n")}`);
     }
-    rmSync(dir, { recursive: true, force: true });
-    renameSync(work, dir);
+    // Another process may have made it meanwhile (two servers' first start): keep theirs.
+    if (stale(model, dir).length > 0) {
+      rmSync(dir, { recursive: true, force: true });
+      renameSync(work, dir);
+    }
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
