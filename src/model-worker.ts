@@ -34,8 +34,9 @@ export type ModelResult = ModelOutput | AsyncIterable<ModelOutput>;
  * builds one, sets the fields below, then runs `init()`.
  *
  * `forward()` receives one {@link ModelInput} (or, when the model's `maxBatchSize` > 1, an array
- * of them) and returns one {@link ModelOutput} per request. BYTES tensors hold `Uint8Array`
- * elements. Throw a `ClientError` (400) or `ValidationError` (422) to reject a request.
+ * of them) and returns one {@link ModelOutput} per request, or in a batch an `Error` that fails
+ * only its request. BYTES tensors hold `Uint8Array` elements. Throw a `ClientError` (400) or
+ * `ValidationError` (422) to reject a request.
  *
  * When the model's settings declare `inputs`, every request is checked against them before
  * `forward()` sees it: only declared names, each with its declared datatype, rank and fixed
@@ -65,5 +66,5 @@ export abstract class ModelWorker extends Worker {
   /** The `parameters` of the model's settings. */
   parameters: Record<string, unknown> = {};
 
-  abstract override forward(data: ModelInput | ModelInput[], meta: unknown): ModelResult | ModelResult[] | Promise<ModelResult | ModelResult[]>;
+  abstract override forward(data: ModelInput | ModelInput[], meta: unknown): ModelResult | (ModelResult | Error)[] | Promise<ModelResult | (ModelResult | Error)[]>;
 }

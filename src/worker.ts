@@ -31,6 +31,11 @@ export interface RequestMeta {
   /** The route the request came in on. */
   readonly route: string;
   /**
+   * The query string of the request's URL, without its `?` (`k=3` for `/classify?k=3`), when it
+   * has one; read it with `new URLSearchParams(meta.query)`.
+   */
+  readonly query?: string;
+  /**
    * Aborts when the request's answer is no longer wanted: its client disconnected, its deadline
    * passed, or its stream was failed for a client too slow to read it. Set for the items of a
    * Worker that streams; stop generating when it aborts, and the worker's slot is freed.

@@ -62,5 +62,15 @@ describe("the Worker API", () => {
     assert.equal(reply.headers.get("x-request-id"), reply.json.requestId);
     assert.equal(reply.json.route, "/meta2");
     assert.equal(reply.json.custom, null);
+    assert.equal(reply.json.query, null, "no query string, no query");
+  });
+
+  test("forward() reads the URL's query string, and the route is found without it", async () => {
+    const reply = await post(`${server.url}/meta?k=3&label=a%20b`, {});
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.json.route, "/meta");
+    assert.equal(reply.json.query, "k=3&label=a%20b");
+    assert.equal(new URLSearchParams(reply.json.query).get("label"), "a b");
+    assert.equal((await post(`${server.url}/meta?`, {})).json.query, null, "an empty query string is none");
   });
 });

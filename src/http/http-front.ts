@@ -221,12 +221,15 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
       return;
     }
     const deadline = Date.now() - waited + timeoutMs;
-    // What the workers must know of it: the V2 model it is for, how it is answered (a stream of
-    // events, a dialect's own form). A plain route's request pays for none of it.
+    // What the workers must know of it: its query string, the V2 model it is for, how it is
+    // answered (a stream of events, a dialect's own form). A plain route's request pays for none of it.
+    const url = req.url ?? "";
+    const q = url.indexOf("?");
+    const query = q < 0 || q === url.length - 1 ? undefined : url.slice(q + 1);
     const meta: RequestMeta =
-      transport === undefined && request?.meta === undefined && v2 === undefined
+      transport === undefined && request?.meta === undefined && v2 === undefined && query === undefined
         ? { requestId, headers: req.headers, deadline, route: path }
-        : { requestId, headers: req.headers, deadline, route: path, ...(v2 === undefined ? undefined : { v2 }), ...request?.meta, ...(transport === undefined ? undefined : { stream: true }) };
+        : { requestId, headers: req.headers, deadline, route: path, ...(query === undefined ? undefined : { query }), ...(v2 === undefined ? undefined : { v2 }), ...request?.meta, ...(transport === undefined ? undefined : { stream: true }) };
     const reply = new HttpReply(this, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
     if (transport !== undefined) {
       const streamMs = config.streamTimeoutMs;
