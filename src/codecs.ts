@@ -16,7 +16,9 @@ export interface Codec {
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
-const lenientUtf8 = new TextDecoder();
+// A byte-order mark is kept, as Buffer#toString keeps it: a body that starts with one is not JSON
+// to JSON.parse, as it was not to these bodies' readers before they shared this one.
+const lenientUtf8 = new TextDecoder("utf-8", { ignoreBOM: true });
 
 /**
  * A request body that must be JSON (a control request's, an API's own): its value, or a

@@ -6,7 +6,7 @@
  * Each is done on a real server over raw sockets and HTTP/2 sessions.
  */
 import assert from "node:assert/strict";
-import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from "node:http2";
+import { connect, constants, type ClientHttp2Session } from "node:http2";
 import { connect as tcp } from "node:net";
 import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
@@ -366,7 +366,7 @@ describe("a ModelStreamInfer client that never reads", () => {
     const before = rss(server);
     // The client's window stays at 64 KiB: what it does not read, the server cannot send.
     const s = session(port);
-    const { stream, seen } = open(s, STREAM);
+    const { stream } = open(s, STREAM);
     stream.pause();
     const request = frame(inferMessage(64 * 1024));
     let sent = 0;

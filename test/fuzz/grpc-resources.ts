@@ -44,7 +44,7 @@ function frame(message: Buffer, compressed = false): Buffer {
 function repeated(r: Random, model: string, n: number): Buffer {
   const which = r.int(1, 8);
   // Packed varints (fields 1 to 5), floats, doubles, or n empty bytes_contents.
-  const contents = which === 8 ? Buffer.alloc(2 * n).map((_, i) => (i % 2 === 0 ? 0x42 : 0)) : field(which, Buffer.alloc(which === 6 ? 4 * n : which === 7 ? 8 * n : n));
+  const contents = which === 8 ? Buffer.from(Buffer.alloc(2 * n).map((_, i) => (i % 2 === 0 ? 0x42 : 0))) : field(which, Buffer.alloc(which === 6 ? 4 * n : which === 7 ? 8 * n : n));
   const input = Buffer.concat([field(1, "input"), field(2, which === 8 ? "BYTES" : "FP32"), field(5, contents)]);
   return Buffer.concat([field(1, model), field(5, input)]);
 }
