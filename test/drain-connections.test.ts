@@ -28,10 +28,11 @@ function postOn(agent: Agent, url: string, body: unknown): Promise<{ status: num
 
 /**
  * Starts a POST of `body` on a connection of its own and sends only its first half; resolves
- * once the server holds the half's bytes (it has the request and is reading its body).
+ * once the server holds the half's bytes (it has the request and is reading its body). The body
+ * is padded to 200 kB: a runtime may read a small body whole, holding nothing until it is in.
  */
-async function halfSent(server: ServerProcess, body: unknown): Promise<{ rest: () => void; response: ReturnType<typeof rawRequest>["response"] }> {
-  const bytes = Buffer.from(JSON.stringify(body));
+async function halfSent(server: ServerProcess, body: object): Promise<{ rest: () => void; response: ReturnType<typeof rawRequest>["response"] }> {
+  const bytes = Buffer.from(JSON.stringify({ ...body, pad: "x".repeat(200_000) }));
   const half = bytes.length >> 1;
   const upload = rawRequest(server.port, "/inference", { headers: { "content-type": "application/json", "content-length": bytes.length }, body: bytes.subarray(0, half), end: false });
   await waitForMetrics(server.url, "the upload's body to be read", (read) => (read("shoal_request_bytes_in_flight") ?? 0) >= half);

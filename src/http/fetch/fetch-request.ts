@@ -19,6 +19,11 @@ export interface RequestWatch {
   delete(req: FetchRequest): void;
 }
 
+// A body declared up to this size is read whole, in one buffer (the fastest way); a larger one
+// streams, so that its bytes are held against the budget as they arrive, and a client that
+// declares much but sends little holds only what it sent.
+const WHOLE_BODY = 64 * 1024;
+
 /** A Fetch Request as the handlers read requests: its body comes as `data` events once read. */
 export class FetchRequest extends EventEmitter implements HttpRequest {
   readonly method: string;
@@ -137,8 +142,9 @@ export class FetchRequest extends EventEmitter implements HttpRequest {
   async #read(): Promise<void> {
     const request = this.#request;
     try {
-      if (request.headers.has("content-length")) {
-        // A body of known size comes whole, in a buffer of its own.
+      const length = request.headers.get("content-length");
+      if (length !== null && Number(length) <= WHOLE_BODY) {
+        // A small body of known size comes whole, in a buffer of its own.
         const bytes = await request.arrayBuffer();
         if (bytes.byteLength > 0) this.emit("data", Buffer.from(bytes));
       } else if (request.body !== null) {
