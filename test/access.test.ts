@@ -4,7 +4,7 @@ import { describe, test } from "node:test";
 import { ShoalError } from "../src/errors.js";
 import { AccessPolicy, type AccessConfig, type Refusal } from "../src/serving/access-policy.js";
 import { corsHeaders, corsScope, isPreflight, preflight } from "../src/http/cors.js";
-import type { Intake } from "../src/http/intake.js";
+import type { DelegateParts } from "../src/http/intake.js";
 import { V2Handler } from "../src/apis/v2/v2-handler.js";
 import type { V2DataPlane } from "../src/serving/data-plane.js";
 
@@ -79,7 +79,7 @@ describe("control requests", () => {
 describe("CORS", () => {
   test("the scope of each path: control routes, open routes, and none", () => {
     // The V2 door says the scope of the paths under its prefix.
-    const v2 = new V2Handler({} as V2DataPlane, {} as Intake);
+    const v2 = new V2Handler({} as V2DataPlane, {} as DelegateParts);
     assert.equal(corsScope("/v2/repository/models/mlp/load", false, v2), "control");
     assert.equal(corsScope("/v2/repository/models/mlp/unload", false, v2), "control");
     for (const path of ["/v2", "/v2/health/ready", "/v2/models/mlp", "/v2/models/mlp/versions/1/infer", "/v2/repository/index"]) {

@@ -12,8 +12,11 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { ShoalError } from "../src/errors.js";
-import { HttpReply, type ReplyDoor } from "../src/http/http-reply.js";
-import { sendError } from "../src/http/send.js";
+import { HttpReply, type ReplyParts } from "../src/http/http-reply.js";
+import { HandlerGuard } from "../src/http/guard.js";
+import { createLogger } from "../src/logger.js";
+import type { Metrics } from "../src/metrics/registry.js";
+import type { Admission } from "../src/serving/admission.js";
 import { ByteBudget } from "../src/serving/byte-budget.js";
 import type { FetchRequest, RequestWatch } from "../src/http/fetch/fetch-request.js";
 import { FetchResponse } from "../src/http/fetch/fetch-response.js";
@@ -61,18 +64,14 @@ describe("one writer per answer", () => {
   /** The reply of one accepted request on `res`, with the exceptions its door was told of. */
   function httpReplyOn(res: ServerResponse, dialect?: Dialect, stream = false): { httpReply: HttpReply; task: Task; unexpected: unknown[] } {
     const unexpected: unknown[] = [];
-    const door: ReplyDoor = {
-      accessLog: undefined,
-      draining: false,
-      answered: () => {},
-      released: () => {},
-      unexpected: (err, r, requestId) => {
+    const guard = new (class extends HandlerGuard {
+      override unexpected(err: unknown, r: ServerResponse, requestId: string): void {
         unexpected.push(err);
-        if (!r.headersSent) sendError(r, requestId, new ShoalError("SERVER", "the request could not be handled"));
-        else r.destroy();
-      },
-    };
-    const httpReply = new HttpReply(door, "/t", performance.now(), res, "r1", new ByteBudget(1 << 20).hold(), 0, dialect);
+        super.unexpected(err, r, requestId);
+      }
+    })(createLogger({ logLevel: "silent", logFormat: "json" }));
+    const parts: ReplyParts = { accessLog: undefined, metrics: { answered: () => {} } as unknown as Metrics, admission: { draining: false, released: () => {} } as unknown as Admission, guard };
+    const httpReply = new HttpReply(parts, "/t", performance.now(), res, "r1", new ByteBudget(1 << 20).hold(), 0, dialect);
     const meta = { requestId: "r1", headers: {}, deadline: Date.now() + 5000, route: "/t" };
     const task = new Task([{ admit: () => undefined }], meta, performance.now() + 5000, new Uint8Array(), undefined, httpReply);
     httpReply.task = task;

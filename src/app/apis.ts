@@ -1,6 +1,6 @@
 import type { Catalog } from "../models/catalog.js";
 import type { Stage } from "../scheduling/stage.js";
-import type { Delegate, Intake } from "../http/intake.js";
+import type { Delegate, DelegateParts } from "../http/intake.js";
 import { OpenAIHandler } from "../apis/openai/openai.js";
 import type { Route } from "../serving/route.js";
 import { RouteModel, type RouteModelOptions } from "../serving/route-model.js";
@@ -35,8 +35,8 @@ export interface ApiCore {
  * API under `/v1`, each when it has something to serve. Throws when a declaration names a route
  * no stage serves.
  */
-export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSources, core: ApiCore): { delegates: ((intake: Intake) => Delegate)[]; plane: V2DataPlane | undefined } {
-  const delegates: ((intake: Intake) => Delegate)[] = [];
+export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSources, core: ApiCore): { delegates: ((door: DelegateParts) => Delegate)[]; plane: V2DataPlane | undefined } {
+  const delegates: ((door: DelegateParts) => Delegate)[] = [];
   const routeModels = new Map<string, RouteModel>();
   for (const { route, options } of sources.routeModels) {
     const served = routes.get(route);
@@ -44,7 +44,7 @@ export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSou
     routeModels.set(options.name, new RouteModel(options, served, core.notReady));
   }
   const plane = sources.catalog !== undefined || routeModels.size > 0 ? new V2DataPlane(sources.catalog, routeModels, core.notReady, core.access, core.admission) : undefined;
-  if (plane !== undefined) delegates.push((intake) => new V2Handler(plane, intake));
+  if (plane !== undefined) delegates.push((door) => new V2Handler(plane, door));
   if (sources.openAI.size > 0) {
     const served = new Map<string, readonly Stage[]>();
     for (const [model, path] of sources.openAI) {
@@ -52,7 +52,7 @@ export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSou
       if (route === undefined) throw new Error(`openAI(): model ${model} names the route ${path}, which no stage serves`);
       served.set(model, route.stages);
     }
-    delegates.push((intake) => new OpenAIHandler(served, intake, sources.openAIMaxBytes));
+    delegates.push(() => new OpenAIHandler(served, sources.openAIMaxBytes));
   }
   return { delegates, plane };
 }

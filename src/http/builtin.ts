@@ -4,7 +4,7 @@ import type { Metrics } from "../metrics/registry.js";
 import { sendBody, sendError, sendJson, sendPage } from "./send.js";
 import type { ApiDocs } from "./docs.js";
 import type { Health } from "../serving/health.js";
-import { shuttingDown } from "../serving/admission.js";
+import { shuttingDown, type Admission } from "../serving/admission.js";
 
 const GET_ONLY = "GET, HEAD";
 
@@ -13,15 +13,16 @@ export interface BuiltinState {
   readonly metrics: Metrics;
   readonly docs: ApiDocs;
   readonly health: Health;
-  readonly draining: boolean;
+  /** The serving core's admission: whether the server is draining. */
+  readonly admission: Admission;
 }
 
 /**
  * Answers the server's own GET paths: `/`, `/healthz`, `/readyz`, `/metrics` and the API docs.
  * Any other path is a 404.
  */
-export function serveBuiltin(path: string, req: HttpRequest, res: HttpResponse, requestId: string, front: BuiltinState): void {
-  const { metrics, docs } = front;
+export function serveBuiltin(path: string, req: HttpRequest, res: HttpResponse, requestId: string, state: BuiltinState): void {
+  const { metrics, docs } = state;
   const known = path === "/" || path === "/healthz" || path === "/readyz" || path === "/metrics" || docs.serves(path);
   if (!known) {
     sendError(res, requestId, new ShoalError("NOT_FOUND", path));
@@ -48,13 +49,13 @@ export function serveBuiltin(path: string, req: HttpRequest, res: HttpResponse, 
   if (path === "/healthz") {
     // Answering at all shows the event loop turns; beyond that, only a worker crash loop
     // (--max-restarts) calls for a new process.
-    const unhealthy = front.health.unhealthy();
+    const unhealthy = state.health.unhealthy();
     sendJson(res, requestId, unhealthy === undefined ? 200 : 503, unhealthy === undefined ? { live: true } : { live: false, reason: unhealthy });
     return;
   }
-  const reason = front.health.notReady();
+  const reason = state.health.notReady();
   if (path === "/") {
-    if (front.draining) sendError(res, requestId, shuttingDown());
+    if (state.admission.draining) sendError(res, requestId, shuttingDown());
     else sendJson(res, requestId, 200, { status: "serving" });
     return;
   }
@@ -63,6 +64,6 @@ export function serveBuiltin(path: string, req: HttpRequest, res: HttpResponse, 
     return;
   }
   // Still ready while some workers serve: a slot in back-off is shown, not held against the server.
-  const degraded = front.health.degraded();
+  const degraded = state.health.degraded();
   sendJson(res, requestId, 200, degraded === undefined ? { ready: true } : { ready: true, degraded });
 }

@@ -3,15 +3,16 @@ import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/registry.js";
-import type { Step, Task } from "../scheduling/task.js";
-import type { RequestMeta, V2Identity } from "../worker.js";
+import type { Step } from "../scheduling/task.js";
+import type { RequestMeta } from "../worker.js";
 import type { AccessPolicy } from "../serving/access-policy.js";
 import { AccessLog } from "./access-log.js";
 import { streamPolicy } from "../stage-options.js";
-import { HttpReply, type ReplyDoor } from "./http-reply.js";
+import { HttpReply, type ReplyParts } from "./http-reply.js";
 import { sendError, sendFailure } from "./send.js";
+import { HandlerGuard } from "./guard.js";
 import type { Dialect, DialectRequest } from "./dialect.js";
-import type { Delegate, Intake } from "./intake.js";
+import type { Delegate, DelegateParts, Inference } from "./intake.js";
 import { negotiate } from "./stream-reply.js";
 import { failBody, receiveBody, type Body, type BodyOwner } from "./body.js";
 import type { Admission, Upload } from "../serving/admission.js";
@@ -42,7 +43,7 @@ export interface HttpDoorParts {
   /** Makes the runtime's HTTP server on the handler it is given. */
   listener: (handle: Handle) => Listener;
   /** Make the handlers of path prefixes (the dialects), with what the door lends them. */
-  delegates?: ((intake: Intake) => Delegate)[];
+  delegates?: ((door: DelegateParts) => Delegate)[];
 }
 
 /** A request whose body is still arriving, told that the server gave up: it is answered once its body ends, or cut off. */
@@ -53,32 +54,34 @@ const abandonBody = (incoming: Incoming, error: ShoalError) => failBody(incoming
  * admits enters the serving core. It never runs user code nor decodes bodies: it hands bytes to
  * the route's first stage. Its listener is the runtime's own HTTP server, chosen by its maker.
  */
-export class HttpFront implements Intake, ReplyDoor, BuiltinState {
+export class HttpFront {
   readonly access: AccessPolicy;
   readonly metrics: Metrics;
-  readonly docs: ApiDocs;
-  readonly health: Health;
   /** Set when the access log is on (`--access-log`, with a sample above 0). */
   readonly accessLog: AccessLog | undefined;
+  readonly guard: HandlerGuard;
   readonly #listener: Listener;
-  readonly #routes: Map<string, Route>;
+  // Each route as the inference it asks for: made once.
+  readonly #routes: Map<string, Inference>;
   readonly #config: ServerConfig;
   readonly #delegates: Delegate[];
-  readonly #log: Logger;
   readonly #admission: Admission;
+  // What every reply shares, and what the built-in paths show: made once.
+  readonly #replies: ReplyParts;
+  readonly #builtin: BuiltinState;
 
   constructor(parts: HttpDoorParts) {
-    const { config, admission, logger } = parts;
-    this.#routes = parts.routes;
-    this.access = parts.access;
-    this.#log = logger;
+    const { config, admission, logger, access, metrics } = parts;
+    this.#routes = new Map([...parts.routes].map(([path, route]) => [path, { path: route.path, steps: route.stages }]));
+    this.access = access;
     this.#config = config;
     this.#admission = admission;
-    this.health = parts.health;
-    this.metrics = parts.metrics;
-    this.docs = parts.docs;
-    this.#delegates = (parts.delegates ?? []).map((make) => make(this));
+    this.metrics = metrics;
+    this.guard = new HandlerGuard(logger);
+    this.#delegates = (parts.delegates ?? []).map((make) => make({ access, admission, guard: this.guard }));
     this.accessLog = config.accessLog && config.accessLogSample > 0 ? new AccessLog(logger, config.accessLogSample) : undefined;
+    this.#replies = { accessLog: this.accessLog, metrics, admission, guard: this.guard };
+    this.#builtin = { metrics, docs: parts.docs, health: parts.health, admission };
     this.#listener = parts.listener((req, res, requestId, arrival) => this.#handle(req, res, requestId, arrival));
     admission.watchArrivals(() => this.#listener.arriving);
   }
@@ -86,10 +89,6 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
   /** The runtime's HTTP server the door runs on. */
   get server(): Listener["name"] {
     return this.#listener.name;
-  }
-
-  get draining(): boolean {
-    return this.#admission.draining;
   }
 
   /** Starts listening; rejects with a one-line message when the port cannot be had. */
@@ -111,26 +110,7 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
     try {
       this.#dispatch(req, res, requestId, arrival);
     } catch (err) {
-      this.unexpected(err, res, requestId);
-    }
-  }
-
-  /**
-   * Answers 500 for an exception that escaped a handler, and logs it with its stack: a bug of
-   * ours must cost one request, never the process.
-   */
-  unexpected(err: unknown, res: HttpResponse, requestId: string): void {
-    this.#log.error({ requestId, err: err instanceof Error ? (err.stack ?? err.message) : String(err) }, "request handler failed");
-    if (!res.headersSent) sendError(res, requestId, new ShoalError("SERVER", "the request could not be handled"));
-    else res.destroy();
-  }
-
-  /** Runs `fn` (a callback of a request's, outside the handler's own call) under {@link unexpected}. */
-  guard(res: HttpResponse, requestId: string, fn: () => void): void {
-    try {
-      fn();
-    } catch (err) {
-      this.unexpected(err, res, requestId);
+      this.guard.unexpected(err, res, requestId);
     }
   }
 
@@ -146,20 +126,21 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
     const delegate = route === undefined ? this.#delegates.find(({ prefix }) => path === prefix || path.startsWith(`${prefix}/`)) : undefined;
     // CORS costs a request nothing unless origins are configured or it is a preflight.
     if ((this.access.crossOrigin || req.method === "OPTIONS") && answerCors(this.access, req, res, requestId, path, route !== undefined, delegate)) return;
-    if (route === undefined) {
-      if (delegate !== undefined) delegate.handle(req, res, path, requestId, arrival);
-      else serveBuiltin(path, req, res, requestId, this);
-      return;
+    if (route !== undefined) this.#accept(route, req, res, requestId, arrival, q < 0 ? undefined : url);
+    else if (delegate === undefined) serveBuiltin(path, req, res, requestId, this.#builtin);
+    else {
+      const inference = delegate.handle(req, res, path, requestId);
+      if (inference !== undefined) this.#accept(inference, req, res, requestId, arrival, q < 0 ? undefined : url);
     }
-    this.accept(route.path, route.stages, req, res, requestId, arrival);
   }
 
   /**
-   * Takes a POST for `path`: refuses it when it arrived after the drain began or when its body
-   * is empty or too large, and otherwise makes its task, with its deadline, and queues it at its
-   * first step.
+   * Takes a POST for a route or a delegate's inference: refuses it when it arrived after the
+   * drain began or when its body is empty or too large, and otherwise makes its task, with its
+   * deadline, and queues it at its first step. `url` is the request's when it has a query.
    */
-  accept(path: string, steps: readonly Step[], req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, dialect?: Dialect, v2?: V2Identity): void {
+  #accept(target: Inference, req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, url: string | undefined): void {
+    const { path, steps, dialect } = target;
     if (req.method !== "POST") {
       // The path as the client wrote it: a V2 request's own path is its model's canonical one.
       const written = (req.url ?? path).split("?", 1)[0];
@@ -175,7 +156,7 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
     // A dialect's body parsed on this thread is bounded by what its parse may cost.
     const { maxRequestSize } = this.#config;
     const limit = dialect?.maxBytes === undefined ? maxRequestSize : Math.min(dialect.maxBytes, maxRequestSize);
-    const incoming = new Incoming(this, path, steps, req, res, requestId, arrival, dialect, v2, admission.hold(), limit);
+    const incoming = new Incoming(this, target, req, res, requestId, arrival, url, admission.hold(), limit);
     incoming.upload = admission.uploading(incoming, abandonBody);
     receiveBody(req, limit, incoming.hold, incoming);
   }
@@ -185,17 +166,16 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
     const bytesIn = hold?.bytes ?? 0;
     hold?.release();
     const bytesOut = sendFailure(res, requestId, error, dialect, headers);
-    this.answered(path, error.status, arrival);
-    if (this.accessLog?.sampled()) this.accessLog.write(req, { requestId, status: error.status, durationMs: performance.now() - arrival, bytesIn, bytesOut, route: path, steps });
+    const ms = performance.now() - arrival;
+    this.metrics.answered(path, error.status, ms, "http");
+    if (this.accessLog?.sampled()) this.accessLog.write(req, { requestId, status: error.status, durationMs: ms, bytesIn, bytesOut, route: path, steps });
   }
 
-  answered(path: string, status: number, arrival: number): void {
-    this.metrics.answered(path, status, performance.now() - arrival, "http");
-  }
 
   /** Makes the task of a request whose body is in, with its deadline, and enters it in the core. */
   enter(incoming: Incoming, body: Body): void {
-    const { path, req, res, requestId, arrival, dialect, v2, hold } = incoming;
+    const { req, res, requestId, arrival, hold, url } = incoming;
+    const { path, dialect, v2 } = incoming.target;
     let request: DialectRequest | undefined;
     if (dialect?.read !== undefined) {
       try {
@@ -206,7 +186,7 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
         return;
       }
     }
-    const steps = request?.steps ?? incoming.steps;
+    const steps = request?.steps ?? incoming.target.steps;
     const config = this.#config;
     // A request for a stream has its first chunk by --timeout; gathered or not, the whole
     // stream ends by --stream-timeout.
@@ -223,14 +203,13 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
     const deadline = Date.now() - waited + timeoutMs;
     // What the workers must know of it: its query string, the V2 model it is for, how it is
     // answered (a stream of events, a dialect's own form). A plain route's request pays for none of it.
-    const url = req.url ?? "";
-    const q = url.indexOf("?");
-    const query = q < 0 || q === url.length - 1 ? undefined : url.slice(q + 1);
+    const q = url === undefined ? -1 : url.indexOf("?");
+    const query = q < 0 || q === url!.length - 1 ? undefined : url!.slice(q + 1);
     const meta: RequestMeta =
       transport === undefined && request?.meta === undefined && v2 === undefined && query === undefined
         ? { requestId, headers: req.headers, deadline, route: path }
         : { requestId, headers: req.headers, deadline, route: path, ...(query === undefined ? undefined : { query }), ...(v2 === undefined ? undefined : { v2 }), ...request?.meta, ...(transport === undefined ? undefined : { stream: true }) };
-    const reply = new HttpReply(this, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
+    const reply = new HttpReply(this.#replies, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
     if (transport !== undefined) {
       const streamMs = config.streamTimeoutMs;
       reply.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
@@ -243,11 +222,6 @@ export class HttpFront implements Intake, ReplyDoor, BuiltinState {
   /** Its body is in, refused, or its sender gone: it is in flight now only if it entered. */
   uploaded(upload: Upload): void {
     this.#admission.uploaded(upload);
-  }
-
-  /** The task of an accepted request has settled. */
-  released(task: Task): void {
-    this.#admission.released(task);
   }
 }
 
@@ -269,14 +243,14 @@ export class Incoming implements BodyOwner {
 
   constructor(
     readonly front: HttpFront,
-    readonly path: string,
-    readonly steps: readonly Step[],
+    /** What it is for: a route, or a delegate's inference. */
+    readonly target: Inference,
     readonly req: HttpRequest,
     readonly res: HttpResponse,
     readonly requestId: string,
     readonly arrival: number,
-    readonly dialect: Dialect | undefined,
-    readonly v2: V2Identity | undefined,
+    /** The request's URL when it has a query string. */
+    readonly url: string | undefined,
     readonly hold: Hold,
     readonly limit: number,
   ) {}
@@ -298,7 +272,8 @@ export class Incoming implements BodyOwner {
 
   /** Answers it with `error`, which refuses it. */
   refuse(error: ShoalError, headers?: OutgoingHttpHeaders): void {
-    this.front.refuse(this.path, this.steps, this.req, this.res, this.requestId, this.arrival, this.dialect, error, headers, this.hold);
+    const { path, steps, dialect } = this.target;
+    this.front.refuse(path, steps, this.req, this.res, this.requestId, this.arrival, dialect, error, headers, this.hold);
   }
 
   #take(body: Body | undefined, error: ShoalError | undefined): void {
@@ -312,7 +287,7 @@ export class Incoming implements BodyOwner {
       if (body !== undefined) this.front.enter(this, body);
       else this.refuse(error!, close ? { connection: "close" } : undefined);
     } catch (err) {
-      this.front.unexpected(err, this.res, this.requestId);
+      this.front.guard.unexpected(err, this.res, this.requestId);
     }
     this.front.uploaded(this.upload);
   }

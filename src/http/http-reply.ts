@@ -8,19 +8,20 @@ import { compress, MIN_COMPRESSED_BYTES, responseEncoding } from "./compression.
 import { sendBody, sendFailure } from "./send.js";
 import { serverTiming } from "./server-timing.js";
 import { StreamReply, type StreamOptions } from "./stream-reply.js";
+import type { Metrics } from "../metrics/registry.js";
+import type { Admission } from "../serving/admission.js";
+import type { HandlerGuard } from "./guard.js";
 
-/** What the HTTP door lends the reply of each request it accepted. */
-export interface ReplyDoor {
+/** What the replies of the HTTP door share, made once with it. */
+export interface ReplyParts {
   /** Set when the access log is on. */
   readonly accessLog: AccessLog | undefined;
-  /** Counts an answer to a request of `path`. */
-  answered(path: string, status: number, arrival: number): void;
-  /** The task of an accepted request has settled. */
-  released(task: Task): void;
-  /** The server is shutting down. */
-  readonly draining: boolean;
+  /** Where each answer is counted. */
+  readonly metrics: Metrics;
+  /** The serving core's admission: whether the server drains, and where a settled task is released. */
+  readonly admission: Admission;
   /** Logs an exception of ours while answering, and answers 500 or cuts the answer off. */
-  unexpected(err: unknown, res: HttpResponse, requestId: string): void;
+  readonly guard: HandlerGuard;
 }
 
 /**
@@ -41,7 +42,7 @@ export class HttpReply implements Reply {
   #done = false;
 
   constructor(
-    readonly door: ReplyDoor,
+    readonly parts: ReplyParts,
     /** The path its answers are counted under. */
     readonly path: string,
     readonly arrival: number,
@@ -169,19 +170,19 @@ export class HttpReply implements Reply {
   // that throws): logged, and the request answered 500 or cut off; nothing more is written.
   #unexpected(err: unknown): void {
     this.#done = true;
-    this.door.unexpected(err, this.res, this.requestId);
+    this.parts.guard.unexpected(err, this.res, this.requestId);
   }
 
   // An answer given while the server drains says `connection: close` and ends its connection:
   // a client that sent its next request on it could otherwise have it cut off as the server
   // closes its connections.
   #lastIfDraining(): void {
-    if (this.door.draining) this.res.shouldKeepAlive = false;
+    if (this.parts.admission.draining) this.res.shouldKeepAlive = false;
   }
 
   #answered(status: number, bytesOut: number, ms: number): void {
-    this.door.answered(this.path, status, this.arrival);
-    const log = this.door.accessLog;
+    const { metrics, accessLog: log } = this.parts;
+    metrics.answered(this.path, status, ms, "http");
     if (log?.sampled()) {
       const { task } = this;
       log.write(this.res.req, { requestId: this.requestId, status, durationMs: ms, bytesIn: this.bytesIn, bytesOut, route: this.path, steps: task.steps, task });
@@ -192,6 +193,6 @@ export class HttpReply implements Reply {
     clearTimeout(this.timer);
     this.#streaming?.abandoned();
     this.hold.release();
-    this.door.released(this.task);
+    this.parts.admission.released(this.task);
   }
 }

@@ -7,7 +7,7 @@ import type { Step } from "../../scheduling/task.js";
 import type { TextChunk, TextRequest } from "../../text-generation.js";
 import { sendFailure, sendJson } from "../../http/send.js";
 import type { Dialect, DialectRequest } from "../../http/dialect.js";
-import type { Delegate, Intake } from "../../http/intake.js";
+import type { Delegate, Inference } from "../../http/intake.js";
 
 /** The OpenAI API's two generation endpoints. */
 type Endpoint = "completions" | "chat";
@@ -54,17 +54,14 @@ export class OpenAIHandler implements Delegate {
   constructor(
     /** Each model's name and the steps of the route that serves it. */
     readonly models: ReadonlyMap<string, readonly Step[]>,
-    readonly front: Intake,
     /** The most bytes of a body (a request's, a Worker's answer or chunk) parsed on the HTTP thread. */
     readonly maxBytes: number,
   ) {}
 
-  handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void {
+  handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string): Inference | undefined {
     const endpoint: Endpoint | undefined = path === "/v1/completions" ? "completions" : path === "/v1/chat/completions" ? "chat" : undefined;
-    if (endpoint !== undefined) {
-      this.front.accept(path, [], req, res, requestId, arrival, new OpenAIDialect(endpoint, this.models, this.maxBytes));
-      return;
-    }
+    // The dialect names the steps once it has read the body's `model`.
+    if (endpoint !== undefined) return { path, steps: [], dialect: new OpenAIDialect(endpoint, this.models, this.maxBytes) };
     if (path !== "/v1/models") {
       // As OpenAI answers a path it does not have: no code.
       sendJson(res, requestId, 404, openAIError(new ShoalError("NOT_FOUND", `${req.method} ${path}`), null));

@@ -4,7 +4,7 @@ import { SERVER_METADATA, type V2DataPlane } from "../../serving/data-plane.js";
 import { sendError, sendJson } from "../../http/send.js";
 import { readBody } from "../../http/body.js";
 import { GenerateDialect, INFER_STREAM } from "./generate.js";
-import type { Delegate, Intake } from "../../http/intake.js";
+import type { Delegate, DelegateParts, Inference } from "../../http/intake.js";
 import type { CorsScope } from "../../http/cors.js";
 import { RouteModel } from "../../serving/route-model.js";
 import { shuttingDown } from "../../serving/admission.js";
@@ -29,8 +29,8 @@ export class V2Handler implements Delegate {
 
   constructor(
     readonly plane: V2DataPlane,
-    /** What the HTTP door lends: accepting an inference request, and its guards. */
-    readonly front: Intake,
+    /** What the HTTP door lends: the admission (draining) and the guard of callbacks. */
+    readonly door: DelegateParts,
   ) {}
 
   /** Load and unload answer only origins listed by name; every other V2 path, any allowed origin. */
@@ -38,16 +38,17 @@ export class V2Handler implements Delegate {
     return CONTROL_PATH.test(path) ? "control" : "open";
   }
 
-  handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void {
+  handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string): Inference | undefined {
     try {
-      this.#route(req, res, path, requestId, arrival);
+      return this.#route(req, res, path, requestId);
     } catch (err) {
       if (!(err instanceof ShoalError)) throw err;
       sendError(res, requestId, err, err instanceof NotAllowed ? { allow: err.allow } : undefined);
+      return undefined;
     }
   }
 
-  #route(req: HttpRequest, res: HttpResponse, path: string, requestId: string, arrival: number): void {
+  #route(req: HttpRequest, res: HttpResponse, path: string, requestId: string): Inference | undefined {
     const { plane } = this;
     const ok = (value: unknown) => sendJson(res, requestId, 200, value);
     if (path === "/v2" || path === "/v2/") {
@@ -90,7 +91,7 @@ export class V2Handler implements Delegate {
       this.#control(req, res, requestId, () => {
         plane.control(action, model).then(
           () => ok({}),
-          (err: unknown) => (err instanceof ShoalError ? sendError(res, requestId, err) : this.front.unexpected(err, res, requestId)),
+          (err: unknown) => (err instanceof ShoalError ? sendError(res, requestId, err) : this.door.guard.unexpected(err, res, requestId)),
         );
       });
       return;
@@ -100,10 +101,7 @@ export class V2Handler implements Delegate {
     const [, rawName, rawVersion, action = ""] = match;
     const name = decodeSegment(rawName!);
     const version = rawVersion === undefined ? undefined : decodeSegment(rawVersion);
-    if (INFERENCES.has(action)) {
-      this.#infer(req, res, requestId, arrival, name, version, action);
-      return;
-    }
+    if (INFERENCES.has(action)) return this.#infer(name, version, action);
     get(req, path);
     const target = plane.find(name, version);
     if (action === "ready") {
@@ -119,24 +117,24 @@ export class V2Handler implements Delegate {
     }
   }
 
-  #infer(req: HttpRequest, res: HttpResponse, requestId: string, arrival: number, name: string, version: string | undefined, action: string): void {
+  #infer(name: string, version: string | undefined, action: string): Inference {
     const { plane } = this;
     // The model is looked up first, so that an unknown one is a 404 whatever the method.
     const target = plane.find(name, version);
     // The generate extension types a request's fields by the model's inputs, as far as it knows them yet.
     const inputs = () => (target instanceof RouteModel ? target.metadata().inputs : (target.metadata?.inputs ?? []));
     const dialect = action === "infer" ? undefined : action === "infer_stream" ? INFER_STREAM : new GenerateDialect(inputs(), action === "generate_stream");
-    this.front.accept(plane.inferPath(target, action), plane.stepsOf(target), req, res, requestId, arrival, dialect, plane.identityOf(target));
+    return { path: plane.inferPath(target, action), steps: plane.stepsOf(target), dialect, v2: plane.identityOf(target) };
   }
 
   // Reads a small JSON control body (empty is `{}`) and hands it over.
   #control(req: HttpRequest, res: HttpResponse, requestId: string, then: (body: Record<string, unknown>) => void): void {
-    if (this.front.draining) throw shuttingDown();
+    if (this.door.admission.draining) throw shuttingDown();
     readBody(
       req,
       CONTROL_BODY_BYTES,
       ({ bytes }) =>
-        this.front.guard(res, requestId, () => {
+        this.door.guard.run(res, requestId, () => {
           let body: Record<string, unknown>;
           try {
             body = parseJsonObject(bytes, true);
