@@ -54,7 +54,7 @@ export type Runtime = typeof RUNTIME;
  */
 function bunParser(o: Outcome): boolean {
   const raw = o.request.raw === undefined ? undefined : Buffer.from(o.request.raw).toString("latin1").toLowerCase();
-  if (o.status === undefined) return (raw !== undefined && (o.error === "the connection closed without an answer" || closedWhileSending(raw, o.error))) || refusedWhileSending(o);
+  if (o.status === undefined) return raw !== undefined && (o.error === "the connection closed without an answer" || closedWhileSending(raw, o.error));
   if (o.answers === 2) return raw !== undefined && raw.includes("transfer-encoding: chunked");
   return [400, 431, 505].includes(o.status) && o.headers["x-request-id"] === undefined && o.body.byteLength === 0;
 }
@@ -67,9 +67,10 @@ function closedWhileSending(raw: string, error: string | undefined): boolean {
   return (error === "EPIPE" || error === "ECONNRESET") && raw.includes("\r\nconnection: close") && declared >= 1024 * 1024;
 }
 
-// The same for a body the server refuses at once, with `connection: close`: one more than its
+// A body the server refuses at once, with `connection: close`, on any runtime: one more than its
 // limit (10 MiB; 256 KiB on the OpenAI routes) and the most it reads and drops after it (the
-// limit again, at least 1 MiB) past it.
+// limit again, at least 1 MiB) past it. The server answers, then cuts off a client still sending
+// past those bounds (README, 413), whose write may fail before it reads the answer.
 function refusedWhileSending(o: Outcome): boolean {
   const limit = openAI(o.request) ? 256 * 1024 : 10 * 1024 * 1024;
   return (o.error === "EPIPE" || o.error === "ECONNRESET") && (o.request.body?.byteLength ?? 0) > limit + Math.max(limit, 1024 * 1024);
@@ -80,6 +81,7 @@ export function judge(o: Outcome, runtime: Runtime = RUNTIME): string | undefine
   const req = o.request;
   if (o.unsent) return undefined;
   if (runtime === "bun" && bunParser(o)) return undefined;
+  if (o.status === undefined && refusedWhileSending(o)) return undefined;
   if (o.status === undefined) return o.hungUp ? undefined : `no answer: ${o.error}`;
   if (o.answers > 1) return `${o.answers} answers to one request`;
   if (!ALLOWED_STATUSES.has(o.status)) return `status ${o.status}, which is not in the error table`;
