@@ -421,6 +421,74 @@ describe("a ModelStreamInfer client that never reads", () => {
   });
 });
 
+describe("ModelStreamInfer: what a stream holds", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess;
+  let port: number;
+  const MiB = 2 ** 20;
+
+  before(async () => {
+    // A batch waits 300 ms to fill, so that a stream's requests stay under way together.
+    repo.module("echo", "echo.ts", { maxBatchSize: 64, maxWaitMs: 300 });
+    port = await freePort();
+    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--max-request-size", String(MiB), "--max-inflight-bytes", String(2 * MiB)]);
+  });
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("no more than 32 requests of one stream are under way at once; the rest wait in the stream, and all are answered", async () => {
+    const s = session(port);
+    const { stream, seen } = open(s, STREAM);
+    const request = frame(inferMessage(4));
+    stream.write(Buffer.concat(new Array(100).fill(request)));
+    stream.end();
+    const most: number[] = [];
+    const sampling = setInterval(() => void metric(server.url, "shoal_requests_in_flight").then((v) => most.push(v ?? 0)), 50);
+    try {
+      await waitFor("the stream's end", () => seen.status, 30_000);
+    } finally {
+      clearInterval(sampling);
+    }
+    assert.equal(seen.status, "0", seen.message);
+    assert.equal(messages(seen.data).length, 100);
+    assert.ok(Math.max(...most) <= 32, `at most ${Math.max(...most)} in flight`);
+    assert.ok(Math.max(...most) >= 16, `the stream's requests were batched together: ${Math.max(...most)} in flight at most`);
+    s.destroy();
+  });
+
+  test("the answers left unread on all streams together are bounded by --max-inflight-bytes: the stream that passes it is reset, the others keep theirs", async () => {
+    const s = session(port);
+    // Each stream's answers stay under its own bounds (1 MiB to stop reading, 4 MiB to reset).
+    const send = async (call: ReturnType<typeof open>) => {
+      call.stream.pause();
+      for (let i = 0; i < 5; i++) {
+        call.stream.write(frame(inferMessage(64 * 1024)));
+        await sleep(20);
+      }
+    };
+    const first = open(s, STREAM);
+    await send(first);
+    await sleep(1000);
+    const second = open(s, STREAM);
+    await send(second);
+    await sleep(1000);
+    // Read now, to see how each stream stands (a paused stream does not tell).
+    second.stream.resume();
+    await waitFor("the second stream reset", () => (second.seen.closed ? true : undefined), 10_000);
+    assert.equal(second.seen.rstCode, constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    assert.equal(first.seen.closed, false, "the first stream is held, not reset");
+    first.stream.resume();
+    first.stream.end();
+    await waitFor("the first stream's end", () => first.seen.status, 30_000);
+    assert.equal(first.seen.status, "0", first.seen.message);
+    assert.equal(messages(first.seen.data).length, 5);
+    s.destroy();
+    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+  });
+});
+
 describe("gRPC on SIGTERM: a message still arriving is in flight from its first byte", () => {
   const repo = new ModelRepo();
   let server: ServerProcess;

@@ -277,7 +277,17 @@ export function startAttacks(s: AttackSettings): Map<AttackName, Attack> {
         const stream = grpcCall(session, "ModelStreamInfer");
         countEnd(l, stream);
         stream.pause();
-        for (let i = 0; i < s.streamRequests; i++) stream.write(streamFrame);
+        // As flow control lets it: written all at once, the requests would pass the client's own
+        // session memory bound (10 MB), and its session would reset the stream itself.
+        let sent = 0;
+        const more = () => {
+          while (sent < s.streamRequests) {
+            sent++;
+            if (!stream.write(streamFrame)) return;
+          }
+        };
+        stream.on("drain", more);
+        more();
         // The session goes when its call ends, so that the slot opens another.
         stream.on("close", () => session.close());
       }),

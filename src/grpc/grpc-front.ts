@@ -73,7 +73,7 @@ export class GrpcFront implements Door {
       interceptors: [this.#answers.interceptor, this.#arrivals.interceptor],
     });
     const { plane } = core;
-    const inference = new GrpcInference(core, config.timeoutMs, config.maxRequestSize);
+    const inference = new GrpcInference(core, config.timeoutMs, config.maxRequestSize, config.maxInflightBytes);
     const unary: Record<string, Unary> = {
       ServerLive: () => ({ live: true }),
       ServerReady: () => ({ ready: plane.notReady() === undefined }),

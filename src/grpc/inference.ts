@@ -8,7 +8,7 @@ import type { Metadata, ServerDuplexStream, ServerUnaryCall, sendUnaryData } fro
 import { ShoalError } from "../errors.js";
 import type { Task } from "../scheduling/task.js";
 import type { Entrant } from "../serving/admission.js";
-import { overBudget, type Hold } from "../serving/byte-budget.js";
+import { ByteBudget, overBudget, type Hold } from "../serving/byte-budget.js";
 import type { ServingCore } from "../serving/core.js";
 import { arrivalOf, takeArrived } from "./call-arrival.js";
 import { Undecodable } from "./decode.js";
@@ -63,8 +63,19 @@ class GrpcAnswer implements Entrant {
 
 type StreamAnswer = { error_message?: string; infer_response?: InferResponseMessage };
 
+/**
+ * Requests under way on one ModelStreamInfer stream at most: past them, the stream is read no
+ * further until one is answered. A client that never reads its answers gets this much work done,
+ * and then holds a stream that costs nothing.
+ */
+export const STREAM_PENDING = 32;
+
 /** The inference calls of the V2 gRPC service. */
 export class GrpcInference {
+  // Answers written on streams and not yet taken by their clients, in all: past it, the stream
+  // that would add more is reset.
+  readonly #unread: ByteBudget;
+
   constructor(
     readonly core: ServingCore,
     /** Each request's deadline from its arrival, in ms (`--timeout`). */
@@ -74,7 +85,11 @@ export class GrpcInference {
      * it takes them; past four times as many, it is reset (`--max-request-size`).
      */
     readonly unreadBytes: number,
-  ) {}
+    /** The answers' bytes left unread on all streams together, at most (`--max-inflight-bytes`). */
+    unreadInAll: number,
+  ) {
+    this.#unread = new ByteBudget(unreadInAll);
+  }
 
   /** ModelInfer: one request, one answer. */
   unary(call: ServerUnaryCall<InferRequestMessage, InferResponseMessage>, callback: sendUnaryData<InferResponseMessage>): void {
@@ -93,12 +108,14 @@ export class GrpcInference {
   /**
    * ModelStreamInfer: each request on the stream is answered on it as it finishes, an error as
    * the message's `error_message`; the stream ends once the client has ended its side and every
-   * request is answered. A stream the client cancels drops what it still has queued. A client
-   * that leaves its answers unread is read no further until it takes them (the answers of the
-   * requests under way still come), and its stream is reset past a bound.
+   * request is answered. A stream the client cancels drops what it still has queued. A stream is
+   * read no further while {@link STREAM_PENDING} of its requests are under way or its client
+   * leaves its answers unread (those under way still come); it is reset past a bound of unread
+   * bytes of its own, or of all streams together.
    */
   stream(call: ServerDuplexStream<InferRequestMessage, StreamAnswer>): void {
     const pending = new Set<Task>();
+    const budget = this.#unread;
     let ended = false;
     // Answers' bytes written and not yet taken by the connection, and what resets the stream.
     let unread = 0;
@@ -106,24 +123,47 @@ export class GrpcInference {
     const finish = () => {
       if (ended && pending.size === 0 && !call.cancelled) call.end();
     };
+    // Reads on while few requests are under way and the client takes its answers.
+    const flow = () => {
+      if (pending.size < STREAM_PENDING && unread <= this.unreadBytes && !call.writableNeedDrain) {
+        if (call.isPaused()) call.resume();
+      } else if (!call.isPaused()) call.pause();
+    };
+    // Of the unread bytes, those counted against the budget of all streams: a stream's first
+    // unread answer goes out even when the others hold the whole budget.
+    let counted = 0;
+    let over = false;
     const write = (answer: StreamAnswer) => {
       if (call.cancelled || !call.writable) return;
       const bytes = answerBytes(answer);
-      if (unread + bytes > 4 * this.unreadBytes && unread > 0) {
+      const mine = budget.reserve(bytes);
+      if (unread > 0 && (unread + bytes > 4 * this.unreadBytes || !mine)) {
+        if (mine) budget.free(bytes);
         call.emit("cancelled");
         (reset ?? (() => call.destroy()))();
         return;
       }
+      const held = mine ? bytes : 0;
       unread += bytes;
-      const flowing = call.write(answer, () => {
+      counted += held;
+      call.write(answer, () => {
+        if (over) return;
         unread -= bytes;
-        if (call.isPaused() && unread <= this.unreadBytes && !call.writableNeedDrain) call.resume();
+        counted -= held;
+        budget.free(held);
+        flow();
       });
-      if (!flowing || unread > this.unreadBytes) call.pause();
+      flow();
     };
-    call.on("drain", () => {
-      if (unread <= this.unreadBytes) call.resume();
-    });
+    // Once the stream is over, what it still held goes back, whether or not its writes call back.
+    const close = () => {
+      if (over) return;
+      over = true;
+      budget.free(counted);
+      counted = 0;
+    };
+    call.on("close", close);
+    call.on("drain", flow);
     call.on("data", (request: InferRequestMessage | Undecodable) => {
       const requestId = requestIdOf(call.metadata.get("x-request-id")[0]);
       if (request instanceof Undecodable) {
@@ -139,6 +179,7 @@ export class GrpcInference {
         finish();
       });
       if (task !== undefined && !task.settled) pending.add(task);
+      flow();
     });
     call.on("end", () => {
       ended = true;
@@ -147,6 +188,7 @@ export class GrpcInference {
     call.on("cancelled", () => {
       for (const task of pending) task.drop();
       pending.clear();
+      close();
     });
     // A stream torn down under us (the connection lost) must not become an unhandled error.
     call.on("error", () => call.emit("cancelled"));
