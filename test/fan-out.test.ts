@@ -148,6 +148,15 @@ describe("fan-out and fan-in (--timeout 1000)", () => {
   });
 });
 
+describe("--dry-run", () => {
+  test("sends Split's example through each route, its sub-items' batch one step of the trace", async () => {
+    const run = await runToExit(fixture("fan-out.ts"), ["--dry-run"]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /^\/words: Split_1 [\d.]+ ms -> Upper_4 [\d.]+ ms -> Join_5 [\d.]+ ms => 200, \d+ bytes of application\/json/m);
+    assert.match(run.stdout, /^\/bare: Split_1 [\d.]+ ms -> Upper_4 [\d.]+ ms => 200, \d+ bytes of application\/json/m);
+  });
+});
+
 describe("routes the server refuses at start-up", () => {
   const cases: [string, RegExp][] = [
     ["gatherFirst", /route \/inference: stage Plain_1 gathers \(gather: true\), but no stage before it fans out/],

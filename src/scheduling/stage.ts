@@ -137,7 +137,13 @@ export class Stage implements Step, Chooser, Delivery {
   landed({ tasks }: Flight, elapsedMs: number | undefined): void {
     if (elapsedMs === undefined) return;
     if (!this.batches) this.#itemMs += (elapsedMs / tasks.length - this.#itemMs) * 0.2;
-    for (const task of tasks) task.trace?.push({ stage: this.name, ms: elapsedMs });
+    // Sub-items share their request's trace: a batch of several of them is one entry.
+    let traced: Task["trace"];
+    for (const { trace } of tasks) {
+      if (trace === undefined || trace === traced) continue;
+      trace.push({ stage: this.name, ms: elapsedMs });
+      traced = trace;
+    }
   }
 
   succeeded(task: Task, result: ItemSuccess, contentType: string): void {
