@@ -7,6 +7,7 @@ export { Server, type ServerOptions } from "./app/server.js";
 export type { RouteModelOptions } from "./serving/route-model.js";
 export { Worker, type WorkerClass, type RequestMeta, type StreamSettings, type V2Identity } from "./worker.js";
 export { StepWorker, type StepResult } from "./step-worker.js";
+export { fanOut, type FanOut } from "./fan-out.js";
 export { TextRequest, TextChunk, ChatMessage } from "./text-generation.js";
 export { ModelWorker, type ModelInput, type ModelOutput, type ModelResult, type ModelTensor } from "./model-worker.js";
 export { SettingsError, type ModelSettingsInput as ModelSettings } from "./models/settings.js";

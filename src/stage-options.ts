@@ -10,6 +10,9 @@ const routePath = z
     message: `reserved; ${RESERVED_PATHS.join(", ")}, /docs/… and /v2/… are the server's own`,
   });
 
+/** The most sub-items one item may fan out to, unless the stage's `fanOut.max` says otherwise. */
+export const DEFAULT_FAN_OUT = 64;
+
 const stageOptionsSchema = z.strictObject({
   num: z.number().int().min(1).default(1),
   maxBatchSize: z.number().int().min(1).default(1),
@@ -20,6 +23,8 @@ const stageOptionsSchema = z.strictObject({
   isolation: z.enum(["thread", "process"]).default("thread"),
   maxActive: z.number().int().min(1).optional(),
   continuous: z.boolean().optional(),
+  fanOut: z.strictObject({ max: z.number().int().min(1).default(DEFAULT_FAN_OUT) }).optional(),
+  gather: z.boolean().default(false),
 });
 
 const streamSettingsSchema = z.union([
@@ -74,6 +79,18 @@ export interface StageOptions {
    * `true`). Meant for comparing the two.
    */
   continuous?: boolean;
+  /**
+   * This stage's `forward()` may return {@link fanOut}`(values)` for an item: the item becomes one
+   * sub-item per value, which the next stages take as items of their own, until a stage that
+   * declares `gather`, or the route's end. `max` is the most sub-items of one item (default 64):
+   * more fail the request with 422. See docs/pipelines.md.
+   */
+  fanOut?: { max?: number };
+  /**
+   * This stage takes, for each item that an earlier stage of the route fanned out, the array of
+   * its sub-items' outputs, in order (one item per request, batched as usual).
+   */
+  gather?: boolean;
 }
 
 /** How a stage's Worker streams: the server's side of its {@link StreamSettings}. */
@@ -102,6 +119,10 @@ export interface ResolvedStageOptions {
    * Each sequence then goes to the worker alone.
    */
   maxActive: number | undefined;
+  /** Set when the stage fans out: the most sub-items of one item. */
+  fanOut: { max: number } | undefined;
+  /** The stage gathers the sub-items of an earlier stage's fan-out. */
+  gather: boolean;
 }
 
 /** A stream holds this many bytes for a slow client unless its Worker says otherwise. */
@@ -130,7 +151,7 @@ export function resolveStageOptions(stage: string, options: StageOptions = {}, w
     const what = issue.code === "unrecognized_keys" ? `unknown option '${issue.keys.join("', '")}'` : `${where}: ${issue.message}`;
     throw new TypeError(`invalid stage ${stage}: ${what}`);
   }
-  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env, isolation, maxActive, continuous } = parsed.data;
+  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env, isolation, maxActive, continuous, fanOut, gather } = parsed.data;
   if (worker.stepwise !== true && (maxActive !== undefined || continuous !== undefined)) {
     throw new TypeError(`invalid stage ${stage}: options 'maxActive' and 'continuous' are for a StepWorker`);
   }
@@ -140,5 +161,5 @@ export function resolveStageOptions(stage: string, options: StageOptions = {}, w
   const routes = [...new Set(Array.isArray(route) ? route : [route])];
   const stream = streamPolicy(stage, worker.streaming);
   const joins = worker.stepwise === true && continuous !== false;
-  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env, isolation, stream, maxActive: joins ? (maxActive ?? MAX_ACTIVE) : undefined };
+  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env, isolation, stream, maxActive: joins ? (maxActive ?? MAX_ACTIVE) : undefined, fanOut, gather };
 }

@@ -5,6 +5,7 @@
  * types, and TypeScript checks the subclass's `forward()` against it.
  */
 import type { z } from "zod";
+import type { FanOut } from "./fan-out.js";
 import type { Schema } from "./schema.js";
 import { Worker, type RequestMeta } from "./worker.js";
 
@@ -21,7 +22,7 @@ export interface WorkerSchemas<I extends Schema, O extends Schema> {
 export abstract class ItemWorker<I extends Schema, O extends Schema> extends Worker {
   declare example?: z.input<I>;
   declare examples?: z.input<I>[];
-  abstract override forward(req: z.output<I>, meta: RequestMeta): MaybePromise<z.output<O>>;
+  abstract override forward(req: z.output<I>, meta: RequestMeta): MaybePromise<z.output<O> | FanOut<z.output<O>>>;
 }
 
 /**
@@ -31,7 +32,7 @@ export abstract class ItemWorker<I extends Schema, O extends Schema> extends Wor
 export abstract class BatchWorker<I extends Schema, O extends Schema> extends Worker {
   declare example?: z.input<I>;
   declare examples?: z.input<I>[];
-  abstract override forward(reqs: z.output<I>[], metas: RequestMeta[]): MaybePromise<(z.output<O> | Error)[]>;
+  abstract override forward(reqs: z.output<I>[], metas: RequestMeta[]): MaybePromise<(z.output<O> | FanOut<z.output<O>> | Error)[]>;
 }
 
 /**

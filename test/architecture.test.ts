@@ -38,7 +38,7 @@ const LAYERS: readonly (readonly string[])[] = [
   // `shoal/onnx`: a Worker of the public API, for ONNX models.
   ["onnx/"],
   // The public API a user's Worker is written against.
-  ["worker.ts", "typed-worker.ts", "step-worker.ts", "text-generation.ts", "model-worker.ts", "schema.ts", "codecs.ts", "stage-options.ts", "config.ts", "logger.ts"],
+  ["worker.ts", "typed-worker.ts", "step-worker.ts", "text-generation.ts", "model-worker.ts", "schema.ts", "codecs.ts", "stage-options.ts", "fan-out.ts", "config.ts", "logger.ts"],
   // What that API is built on: tensors, the V2 codec, metric objects.
   ["v2/", "tensor/", "metrics/"],
   ["errors.ts", "limits.ts"],
@@ -72,8 +72,11 @@ const NEVER: ReadonlyMap<string, readonly string[]> = new Map([
 /** Modules a unit of the serving core never imports: it speaks no transport. */
 const TRANSPORTS = /^(node:)?(http|http2|https|net)$|^@grpc\//;
 
-/** The only files that make a task: the core's entry, and the dry run that runs routes without a door. */
-const TASK_MAKERS = /^(serving\/|app\/dry-run\.ts$)/;
+/**
+ * The only files that make a task: the core's entry, the dry run that runs routes without a door,
+ * and the fan-out, whose sub-items are tasks of their own under an admitted one.
+ */
+const TASK_MAKERS = /^(serving\/|app\/dry-run\.ts$|scheduling\/sub-items\.ts$)/;
 
 /** The unit a file of src/ belongs to: the deepest folder of LAYERS that holds it ("http/node/"), or itself at the root. */
 function unitOf(file: string): string {

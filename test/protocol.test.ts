@@ -121,6 +121,10 @@ describe("protocol test vectors", () => {
     assert.throws(() => decodeFrame(bad), /result frame: results must be an array/);
     const level = encodeFrame({ kind: "log", level: "loud" as "info", msg: "x" });
     assert.throws(() => decodeFrame(level), /level must be one of debug, info, warn, error/);
+    for (const result of [{ ok: true, value: ["a"], fanOut: false }, { ok: true, value: "a", fanOut: true }]) {
+      const frame = encodeFrame({ kind: "result", seq: 1, results: [result as never] });
+      assert.throws(() => decodeFrame(frame), /result frame: a result: 'fanOut' must be true, with an array 'value'/);
+    }
     for (const retries of [-1, 1.5, "2"]) {
       const frame = encodeFrame({ kind: "result", seq: 1, results: [], retries: retries as number });
       assert.throws(() => decodeFrame(frame), /result frame: 'retries' must be a count/);

@@ -41,6 +41,9 @@ export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSou
   for (const { route, options } of sources.routeModels) {
     const served = routes.get(route);
     if (served === undefined) throw new Error(`exposeRoute(${JSON.stringify(route)}): no stage serves that route`);
+    // What a V2 answer needs of its request travels with the item's value, which a fan-out splits.
+    const fans = served.stages.find((s) => s.options.fanOut !== undefined);
+    if (fans !== undefined) throw new Error(`exposeRoute(${JSON.stringify(route)}): stage ${fans.name} fans out, and a route that fans out is not served as a V2 model`);
     routeModels.set(options.name, new RouteModel(options, served, core.notReady));
   }
   const plane = sources.catalog !== undefined || routeModels.size > 0 ? new V2DataPlane(sources.catalog, routeModels, core.notReady, core.access, core.admission) : undefined;

@@ -11,6 +11,7 @@ import type { Logger } from "../logger.js";
 import { Metrics } from "../metrics/registry.js";
 import { Catalog, type ModelSources } from "../models/catalog.js";
 import { ModelPool } from "../models/model-pool.js";
+import { checkFanOut, checkGatheredAnswers } from "../scheduling/check-fan-out.js";
 import { Stage } from "../scheduling/stage.js";
 import type { Isolation, ResolvedStageOptions } from "../stage-options.js";
 import type { WorkerClass } from "../worker.js";
@@ -108,6 +109,7 @@ export async function startServer(declared: Declared, config: ServerConfig, logg
   handleSignals(admission, front, doors, pools, config, logger);
   try {
     await Promise.all([...stages.map((s) => s.pool.start()), modelPool?.start()]);
+    checkAnswers(routes);
   } catch (err) {
     // Giving up: what was accepted meanwhile is answered before the process exits.
     admission.abandon(new ShoalError("NOT_READY", "the server could not start"));
@@ -137,7 +139,13 @@ export function build(declared: Declared, config: ServerConfig, logger: Logger, 
       routes.set(path, { path, stages: [...route.stages, stage] });
     }
   }
+  for (const route of routes.values()) checkFanOut(route.path, route.stages);
   return { stages, routes };
+}
+
+/** Checks, once every stage's workers have said what they encode, what the routes' stages answer together (scheduling/check-fan-out.ts). */
+export function checkAnswers(routes: ReadonlyMap<string, Route>): void {
+  for (const { path, stages } of routes.values()) checkGatheredAnswers(path, stages.map((s) => ({ name: s.name, options: s.options, contentType: s.pool.declared?.contentType })));
 }
 
 /** The shared pool of workers that hosts the models. */

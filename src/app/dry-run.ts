@@ -6,7 +6,7 @@ import { Catalog, type ModelSources } from "../models/catalog.js";
 import { Task } from "../scheduling/task.js";
 import type { Route } from "../serving/route.js";
 import { RestartLimit } from "../workers/restart-policy.js";
-import { build, sharedPool, type Declared } from "./assembly.js";
+import { build, checkAnswers, sharedPool, type Declared } from "./assembly.js";
 
 /** How one route's example went. */
 interface Outcome {
@@ -66,6 +66,7 @@ export async function dryRunServer(declared: Declared, config: ServerConfig, log
   const modelPool = models === undefined ? undefined : sharedPool({ ...config, workers: 1, modelMemoryBytes: 0 }, logger, metrics, restarts);
   try {
     await Promise.all(stages.map((s) => s.pool.start()));
+    checkAnswers(routes);
     let ok = await dryRun([...routes.values()], config.timeoutMs, print);
     if (modelPool !== undefined) {
       const catalog = new Catalog(models!, modelPool, logger);

@@ -90,6 +90,7 @@ export class Metrics {
   readonly #forward: FastHistogram;
   readonly #retries: Counter<"stage" | "model">;
   readonly #restarts: Counter<"stage">;
+  readonly #subItems: Counter<"route" | "stage">;
   readonly #firstChunk: Histogram<"route">;
   readonly #chunks: Histogram<"route">;
   readonly #activeStreams: Gauge<"route">;
@@ -148,6 +149,7 @@ export class Metrics {
     this.#queueWait = new FastHistogram(name("stage_queue_wait_seconds"), "Time an item waited in a stage's or a model's queue", ["stage", "model"], LATENCY_BUCKETS, this.registry);
     this.#forward = new FastHistogram(name("stage_forward_duration_seconds"), "Time of one forward call, IPC included", ["stage", "model"], LATENCY_BUCKETS, this.registry);
     this.#retries = new Counter({ name: name("stage_batch_retry_runs_total"), help: "forward() runs made again on parts of batches that failed as a whole, to find the items at fault", labelNames: ["stage", "model"], registers });
+    this.#subItems = new Counter({ name: name("stage_sub_items_total"), help: "Sub-items made by a stage's fan-outs, by route: each is an item of its own in the stages up to the one that gathers them", labelNames: ["route", "stage"], registers });
     this.#restarts = new Counter({ name: name("stage_worker_restarts_total"), help: "Workers replaced after dying or overrunning", labelNames: ["stage"], registers });
     this.#firstChunk = new Histogram({ name: name("stream_first_chunk_seconds"), help: "Time from a streamed request's arrival to its first chunk", labelNames: ["route"], buckets: LATENCY_BUCKETS, registers });
     this.#chunks = new Histogram({ name: name("stream_chunks"), help: "Chunks sent per stream", labelNames: ["route"], buckets: CHUNK_BUCKETS, registers });
@@ -209,6 +211,15 @@ export class Metrics {
       restart,
       workerReport: (workerId, metrics) => this.#workerReport(owner, workerId, metrics),
     };
+  }
+
+  /**
+   * The counter of the sub-items a stage's fan-outs make, by route: `count` more for a request
+   * to `route`. The series of `routes` show 0 until the first.
+   */
+  subItems(stage: string, routes: readonly string[]): (route: string, count: number) => void {
+    for (const route of routes) this.#subItems.labels(route, stage).inc(0);
+    return (route, count) => this.#subItems.labels(route, stage).inc(count);
   }
 
   /** A request to `route` that came by `protocol` was answered with `code` after `ms`. */

@@ -1,4 +1,4 @@
-import type { ShoalError } from "../errors.js";
+import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics, StageMetrics } from "../metrics/registry.js";
 import type { ResolvedStageOptions, StreamPolicy } from "../stage-options.js";
@@ -10,6 +10,7 @@ import { BatchQueue } from "./batch-queue.js";
 import { Fifo } from "./fifo.js";
 import type { BatchPolicy } from "./batcher.js";
 import { Dispatcher, type Chooser, type Delivery, type Flight, type ItemSuccess } from "./dispatcher.js";
+import { SubItems } from "./sub-items.js";
 import type { Step, Task } from "./task.js";
 
 /** Forward time, in ms, that the items of one message of a stage that does not batch may add up to. */
@@ -46,7 +47,11 @@ export class Stage implements Step, Chooser, Delivery {
   readonly batches: boolean;
   readonly logFields: Readonly<Record<string, string>>;
   readonly stream: StreamPolicy | undefined;
+  readonly gathers: boolean;
   readonly #queue: BatchQueue;
+  readonly #log: Logger;
+  /** Counts the sub-items its fan-outs make, by route. */
+  readonly #subItems: (route: string, count: number) => void;
   /** Moving average of one item's forward time in ms, round trip included (stages that do not batch). */
   #itemMs = SEND_BUDGET_MS;
   readonly #size: ((send: number) => number) | undefined;
@@ -64,7 +69,10 @@ export class Stage implements Step, Chooser, Delivery {
     this.metrics = context.metrics.stage(name);
     this.batches = this.policy.maxBatchSize > 1;
     this.stream = options.stream;
+    this.gathers = options.gather;
     this.logFields = { stage: name };
+    this.#log = context.logger;
+    this.#subItems = context.metrics.subItems(name, options.fanOut === undefined ? [] : options.routes);
     this.#size = this.batches ? undefined : () => this.#sendSize();
     this.#queue = new BatchQueue({ policy: this.policy, capacity: context.capacity, owner: `stage ${name}`, order: new Fifo(), wake: () => this.dispatcher.pump(), waited: (ms) => this.metrics.queueWait(ms) });
     this.dispatcher = new Dispatcher(
@@ -129,12 +137,34 @@ export class Stage implements Step, Chooser, Delivery {
   landed({ tasks }: Flight, elapsedMs: number | undefined): void {
     if (elapsedMs === undefined) return;
     if (!this.batches) this.#itemMs += (elapsedMs / tasks.length - this.#itemMs) * 0.2;
-    for (const task of tasks) task.trace?.push({ stage: this.name, ms: elapsedMs });
+    // Sub-items share their request's trace: a batch of several of them is one entry.
+    let traced: Task["trace"];
+    for (const { trace } of tasks) {
+      if (trace === undefined || trace === traced) continue;
+      trace.push({ stage: this.name, ms: elapsedMs });
+      traced = trace;
+    }
   }
 
   succeeded(task: Task, result: ItemSuccess, contentType: string): void {
-    if (task.egress) task.succeed(result.value as Uint8Array, result.contentType ?? contentType, result.headers);
+    if (result.fanOut === true) this.#fanOut(task, result.value as unknown[]);
+    else if (task.egress) task.succeed(result.value as Uint8Array, result.contentType ?? contentType, result.headers);
     else task.advance(result.value, result.transfer);
+  }
+
+  // The item became sub-items, each the next stage's input, within the stage's bound.
+  #fanOut(task: Task, values: unknown[]): void {
+    const max = this.options.fanOut?.max;
+    if (max === undefined) {
+      const error = new ShoalError("SERVER", `stage ${this.name} returned fanOut() but declares no fanOut option`);
+      this.#log.error({ ...this.logFields, requestId: task.meta.requestId }, error.message);
+      task.fail(error);
+    } else if (values.length > max) {
+      task.fail(new ShoalError("VALIDATION", `stage ${this.name} made ${values.length} sub-items of one item, more than its limit of ${max} (fanOut.max)`));
+    } else {
+      this.#subItems(task.meta.route, values.length);
+      SubItems.start(task, values);
+    }
   }
 
   failed(task: Task, error: ShoalError): void {

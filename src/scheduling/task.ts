@@ -16,9 +16,11 @@ export interface Step {
   readonly label?: string;
   /** Set when its Worker streams: how a stream waits for a slow client. */
   readonly stream?: StreamPolicy;
+  /** Set for a stage that gathers the sub-items of an earlier stage's fan-out. */
+  readonly gathers?: boolean;
 }
 
-/** The queue that holds a task while it waits: told when the task settles there. */
+/** The queue that holds a task while it waits (or its sub-items, while they are out): told when the task settles there. */
 export interface Queue {
   unqueue(task: Task): void;
 }
@@ -99,14 +101,14 @@ export class Task {
     return this.stepIndex === this.steps.length - 1;
   }
 
-  /** Queues it at its first step; the error is why it was refused. */
+  /** Queues it at its step (the first, but for a sub-item); the error is why it was refused. */
   start(): ShoalError | undefined {
-    return this.steps[0]!.admit(this);
+    return this.steps[this.stepIndex]!.admit(this);
   }
 
-  /** Takes the output of its current step to the next one, whose input it is. */
-  advance(value: unknown, transfer: ArrayBuffer[] | undefined): void {
-    this.stepIndex++;
+  /** Takes the output of its current step to the next one (or to step `to`, past its sub-items' steps), whose input it is. */
+  advance(value: unknown, transfer: ArrayBuffer[] | undefined, to = this.stepIndex + 1): void {
+    this.stepIndex = to;
     this.payload = value;
     this.transfer = transfer;
     this.steps[this.stepIndex]!.admit(this);

@@ -1,4 +1,5 @@
-import { errorToWire, type ErrorCode, type WireError } from "../errors.js";
+import { errorToWire, ServerError, type ErrorCode, type WireError } from "../errors.js";
+import { isFanOut, type FanOut } from "../fan-out.js";
 import type { Schema } from "../schema.js";
 import { warmUp } from "./warm-up.js";
 import type { RequestMeta, Worker, WorkerClass, WorkerLog } from "../worker.js";
@@ -278,6 +279,7 @@ export class BatchRunner<W extends Worker = Worker> {
 
   #finish(output: unknown, { egress, meta }: BatchItem, transfer: Set<ArrayBuffer>, reply: V2Reply | undefined): ItemResult {
     if (output instanceof Error) return { ok: false, error: this.failures.failedItem(errorToWire(output)) };
+    if (isFanOut(output)) return this.#fannedOut(output, egress, transfer);
     if (reply !== undefined) {
       if (egress) return v2Answer(output, reply, transfer);
       output = { v2Reply: reply, value: output } satisfies V2Carried;
@@ -298,6 +300,14 @@ export class BatchRunner<W extends Worker = Worker> {
     } catch (err) {
       return { ok: false, error: errorToWire(err, "ENCODING") };
     }
+  }
+
+  // The sub-items' values go to the coordinator, which makes each a task of its own (and finds
+  // each one's buffers to move on). A route's last stage has no next stage to fan out to.
+  #fannedOut({ values }: FanOut, egress: boolean, transfer: Set<ArrayBuffer>): ItemResult {
+    if (egress) return { ok: false, error: errorToWire(new ServerError(`stage ${this.boot.stageName} returned fanOut() at its route's last stage; only a stage followed by others fans out`)) };
+    transferablesOf(values, transfer);
+    return { ok: true, value: values, fanOut: true };
   }
 }
 

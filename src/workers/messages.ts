@@ -154,10 +154,10 @@ export interface LoadFailedMessage {
 /**
  * The outcome of one item. An egress success carries bytes, and their content-type when it is
  * not the worker's usual one, and response headers of its own if any; an inner success carries
- * the value itself.
+ * the value itself, or, with `fanOut`, the array of the values of the sub-items it fanned out to.
  */
 export type ItemResult =
-  | { ok: true; value: unknown; transfer?: ArrayBuffer[]; contentType?: string; headers?: Record<string, string> }
+  | { ok: true; value: unknown; transfer?: ArrayBuffer[]; contentType?: string; headers?: Record<string, string>; fanOut?: true }
   | { ok: false; error: WireError };
 
 /** Worker to coordinator: the worker has run `init()` and its warm-up, and takes work. */

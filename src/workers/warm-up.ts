@@ -1,3 +1,4 @@
+import { isFanOut } from "../fan-out.js";
 import type { Schema } from "../schema.js";
 import type { RequestMeta } from "../worker.js";
 import { isAsyncIterable } from "./item-stream.js";
@@ -6,9 +7,9 @@ import type { RunnerIdentity } from "./messages.js";
 /**
  * Runs a Worker's declared examples through `forward` before it takes work, in batches when the
  * stage batches, checking them against the input schema and their results (a streaming Worker's:
- * every chunk) against the output schema. A failure stops the worker from starting, with a
- * message that names the worker and the example. Resolves with the first example as `forward`
- * received it (parsed), for `--dry-run`.
+ * every chunk; a fanned-out result's: every sub-item) against the output schema. A failure stops
+ * the worker from starting, with a message that names the worker and the example. Resolves with
+ * the first example as `forward` received it (parsed), for `--dry-run`.
  */
 export async function warmUp(
   examples: unknown[],
@@ -46,8 +47,10 @@ export async function warmUp(
   return first;
 }
 
-// A streamed result's chunks (each checked as a result), or the result itself in a list of one.
+// A streamed result's chunks (each checked as a result), a fanned-out result's sub-items (each
+// checked as a result), or the result itself in a list of one.
 async function drained(output: unknown): Promise<unknown[]> {
+  if (isFanOut(output)) return [...output.values];
   if (!isAsyncIterable(output)) return [output];
   const chunks: unknown[] = [];
   for await (const chunk of output) chunks.push(chunk);

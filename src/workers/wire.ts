@@ -223,6 +223,8 @@ function toMessage(kind: WireMessage["kind"], flags: number, seq: number, fields
 function checkResult(result: Record<string, unknown>, where: string): void {
   expect(result, where, { ok: "boolean" });
   if (result.ok === false) checkError(result.error, `${where}: error`);
+  // A fanned-out item's value is the list of its sub-items' values.
+  if (result.fanOut !== undefined && (result.fanOut !== true || !Array.isArray(result.value))) throw new ProtocolError(`${where}: 'fanOut' must be true, with an array 'value'`);
 }
 
 // Errors carry a code of the error table and a message (see WireError in errors.ts).

@@ -3,7 +3,7 @@
  * Each `@ts-expect-error` line must be an error, or tsc fails on the unused directive.
  */
 import { z } from "zod";
-import { Server, typed, typedBatch, type RequestMeta } from "shoal";
+import { fanOut, Server, typed, typedBatch, type RequestMeta } from "shoal";
 
 const Input = z.object({ x: z.number(), tags: z.array(z.string()).default([]) });
 const Output = z.object({ y: z.number() });
@@ -50,6 +50,26 @@ export class WrongExample extends typed(Input, Output) {
   override example = { x: "1" };
   forward(req: Input) {
     return { y: req.x };
+  }
+}
+
+// A stage that fans out returns its sub-items, each an output.
+export class Spread extends typed(Input, Output) {
+  forward(req: Input) {
+    return fanOut(req.tags.map((tag) => ({ y: tag.length })));
+  }
+}
+
+export class SpreadBatch extends typedBatch(Input, Output) {
+  forward(reqs: Input[]) {
+    return reqs.map((req) => (req.x < 0 ? new Error("negative") : fanOut([{ y: req.x }])));
+  }
+}
+
+export class SpreadWrong extends typed(Input, Output) {
+  // @ts-expect-error each sub-item must be an output
+  forward(req: Input) {
+    return fanOut(req.tags);
   }
 }
 
