@@ -129,10 +129,10 @@ export class FastHistogram extends FastMetric<HistogramSeries> {
     let cumulative = 0;
     for (let i = 0; i < bounds.length; i++) {
       cumulative += buckets[i]!;
-      out.push({ labels: { ...labels, le: bounds[i]! }, value: cumulative, metricName: `${this.name}_bucket` });
+      out.push({ labels: { le: bounds[i]!, ...labels }, value: cumulative, metricName: `${this.name}_bucket` });
     }
     out.push(
-      { labels: { ...labels, le: "+Inf" }, value: series.count, metricName: `${this.name}_bucket` },
+      { labels: { le: "+Inf", ...labels }, value: series.count, metricName: `${this.name}_bucket` },
       { labels, value: series.sum, metricName: `${this.name}_sum` },
       { labels, value: series.count, metricName: `${this.name}_count` },
     );
