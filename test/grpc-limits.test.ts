@@ -93,29 +93,10 @@ function session(port: number, settings: Record<string, number> = {}): ClientHtt
 }
 
 describe("gRPC connections and calls under the REST port's limits", () => {
-  const repo = new ModelRepo();
-  let server: ServerProcess;
-  let port: number;
-
-  before(async () => {
-    repo.module("echo", "echo.ts", {});
-    port = await freePort();
-    server = await serveRepository(repo.dir, [
-      "--grpc-port", String(port),
-      "--headers-timeout", "500",
-      "--request-timeout", "1000",
-      "--max-connections", "4",
-      "--grpc-max-streams", "8",
-      "--grpc-idle-timeout", "1500",
-    ]);
-  });
-  after(async () => {
-    await server?.stop();
-    repo.remove();
-  });
+  const echo = echoServer({}, ["--headers-timeout", "500", "--request-timeout", "1000", "--max-connections", "4", "--grpc-max-streams", "8", "--grpc-idle-timeout", "1500"]);
 
   test("a TCP connection that never sends a byte is closed after --headers-timeout", async () => {
-    const socket = tcp(port, "127.0.0.1");
+    const socket = tcp(echo.port, "127.0.0.1");
     socket.on("error", () => {});
     // It reads (the server's SETTINGS), so that it sees the connection close.
     socket.resume();
@@ -128,13 +109,13 @@ describe("gRPC connections and calls under the REST port's limits", () => {
 
   test("--max-connections silent sockets do not shut the port: they are closed, and a client is answered", async () => {
     const silent = Array.from({ length: 4 }, () => {
-      const socket = tcp(port, "127.0.0.1");
+      const socket = tcp(echo.port, "127.0.0.1");
       socket.on("error", () => {});
       socket.resume();
       return closes(socket).finally(() => socket.destroy());
     });
     assert.deepEqual(await Promise.all(silent), [true, true, true, true], "silent connections kept open");
-    const client = new V2Client(port);
+    const client = new V2Client(echo.port);
     try {
       assert.deepEqual(await client.call("ServerLive", {}, { deadlineMs: 5000 }), { live: true });
     } finally {
@@ -143,7 +124,7 @@ describe("gRPC connections and calls under the REST port's limits", () => {
   });
 
   test("a connection with no call open is closed with GOAWAY after --grpc-idle-timeout", async () => {
-    const s = session(port);
+    const s = session(echo.port);
     const { stream, seen } = open(s, "/inference.GRPCInferenceService/ServerLive");
     stream.end(frame(Buffer.alloc(0)));
     await waitFor("the answer", () => seen.status);
@@ -154,7 +135,7 @@ describe("gRPC connections and calls under the REST port's limits", () => {
   });
 
   test("a call that sends HEADERS alone gets DEADLINE_EXCEEDED after --request-timeout, unary or streaming, and its stream is closed", async () => {
-    const s = session(port);
+    const s = session(echo.port);
     const calls = [open(s, INFER), open(s, STREAM)];
     const start = performance.now();
     await waitFor("both answered", () => (calls.every((c) => c.seen.closed) ? true : undefined), 10_000);
@@ -164,12 +145,12 @@ describe("gRPC connections and calls under the REST port's limits", () => {
       assert.match(seen.message, /--request-timeout/);
     }
     assert.ok(ms >= 800 && ms < 8000, `after ${Math.round(ms)} ms`);
-    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+    await waitForMetric(echo.server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
     s.destroy();
   });
 
   test("a message begun and never finished gets DEADLINE_EXCEEDED too", async () => {
-    const s = session(port);
+    const s = session(echo.port);
     const { stream, seen } = open(s, INFER);
     stream.write(frame(inferMessage(16)).subarray(0, 20));
     await waitFor("answered", () => (seen.closed ? true : undefined), 10_000);
@@ -178,7 +159,7 @@ describe("gRPC connections and calls under the REST port's limits", () => {
   });
 
   test("--grpc-max-streams is the connection's SETTINGS_MAX_CONCURRENT_STREAMS, and streams past it are refused", async () => {
-    const s = session(port);
+    const s = session(echo.port);
     const settings = new Promise<{ maxConcurrentStreams?: number }>((resolve) => s.once("remoteSettings", resolve));
     // Sent with the connection's preface, before the client has the server's SETTINGS.
     const calls = Array.from({ length: 12 }, () => open(s, STREAM));
@@ -192,31 +173,19 @@ describe("gRPC connections and calls under the REST port's limits", () => {
 });
 
 describe("each open gRPC call holds its share of --max-inflight-bytes", () => {
-  const repo = new ModelRepo();
-  let server: ServerProcess;
-  let port: number;
-
-  before(async () => {
-    repo.module("echo", "echo.ts", {});
-    port = await freePort();
-    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--max-request-size", "32768", "--max-inflight-bytes", String(8 * CALL_SHARE), "--request-timeout", "30000"]);
-  });
-  after(async () => {
-    await server?.stop();
-    repo.remove();
-  });
+  const echo = echoServer({}, ["--max-request-size", "32768", "--max-inflight-bytes", String(8 * CALL_SHARE), "--request-timeout", "30000"]);
 
   test("calls opened with HEADERS alone beyond the budget are reset; closing them returns it", { skip: RUNTIME === "bun" ? "Bun's HTTP/2 server resets the connection's other streams too (README: On Bun)" : false }, async () => {
-    const s = session(port);
+    const s = session(echo.port);
     const calls = Array.from({ length: 12 }, () => open(s, STREAM));
     await waitFor("the calls past the budget reset", () => (calls.filter((c) => c.seen.closed).length >= 4 ? true : undefined));
     assert.deepEqual(
       calls.filter((c) => c.seen.closed).map((c) => c.seen.rstCode),
       [constants.NGHTTP2_ENHANCE_YOUR_CALM, constants.NGHTTP2_ENHANCE_YOUR_CALM, constants.NGHTTP2_ENHANCE_YOUR_CALM, constants.NGHTTP2_ENHANCE_YOUR_CALM],
     );
-    assert.equal(await metric(server.url, "shoal_request_bytes_in_flight"), 8 * CALL_SHARE);
+    assert.equal(await metric(echo.server.url, "shoal_request_bytes_in_flight"), 8 * CALL_SHARE);
     s.destroy();
-    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+    await waitForMetric(echo.server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
   });
 });
 
@@ -234,24 +203,12 @@ function messages(data: Buffer[]): Buffer[] {
 }
 
 describe("gRPC health watchers, large repeated fields and gzip", () => {
-  const repo = new ModelRepo();
-  let server: ServerProcess;
-  let port: number;
   const MiB = 2 ** 20;
-
-  before(async () => {
-    repo.module("echo", "echo.ts", {});
-    port = await freePort();
-    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--max-request-size", String(8 * MiB), "--max-inflight-bytes", String(16 * MiB), "--grpc-max-streams", "1000", "--request-timeout", "60000"]);
-  });
-  after(async () => {
-    await server?.stop();
-    repo.remove();
-  });
+  const echo = echoServer({}, ["--max-request-size", String(8 * MiB), "--max-inflight-bytes", String(16 * MiB), "--grpc-max-streams", "1000", "--request-timeout", "60000"]);
 
   test("Health/Watch: a name not served is SERVICE_UNKNOWN, watchers past the bound are refused, and a watcher's leaving frees its place", async () => {
-    const s = session(port);
-    const other = session(port);
+    const s = session(echo.port);
+    const other = session(echo.port);
     const watch = (name: string, on = s) => {
       const call = open(on, WATCH);
       call.stream.end(frame(field(1, name)));
@@ -280,9 +237,9 @@ describe("gRPC health watchers, large repeated fields and gzip", () => {
   });
 
   test("Watch calls with long names, cancelled, leave nothing behind", async () => {
-    const before = rss(server);
+    const before = rss(echo.server);
     for (let round = 0; round < 6; round++) {
-      const s = session(port);
+      const s = session(echo.port);
       const calls = Array.from({ length: 100 }, (_, i) => {
         const call = open(s, WATCH);
         call.stream.end(frame(field(1, `${round}-${i}-${"z".repeat(8192)}`)));
@@ -292,8 +249,8 @@ describe("gRPC health watchers, large repeated fields and gzip", () => {
       assert.ok(calls.every((c) => c.seen.status === undefined));
       s.destroy();
     }
-    assert.ok(rss(server) - before < 200 * MiB, `RSS grew by ${Math.round((rss(server) - before) / MiB)} MiB`);
-    assert.equal(server.exited, false);
+    assert.ok(rss(echo.server) - before < 200 * MiB, `RSS grew by ${Math.round((rss(echo.server) - before) / MiB)} MiB`);
+    assert.equal(echo.server.exited, false);
   });
 
   test("ModelInfer with millions of empty bytes_contents, gzipped, is refused before it is decoded", async () => {
@@ -303,8 +260,8 @@ describe("gRPC health watchers, large repeated fields and gzip", () => {
     const input = Buffer.concat([field(1, "text"), field(2, "BYTES"), Buffer.from([0x18, ...varintOf(2_000_000)]), field(5, contents)]);
     const message = gzipSync(Buffer.concat([field(1, "echo"), field(5, input)]));
     assert.ok(message.byteLength < 64 * 1024, `${message.byteLength} bytes gzipped`);
-    const before = rss(server);
-    const s = session(port);
+    const before = rss(echo.server);
+    const s = session(echo.port);
     const start = performance.now();
     const calls = Array.from({ length: 8 }, () => {
       const call = open(s, INFER, { "grpc-encoding": "gzip" });
@@ -318,7 +275,7 @@ describe("gRPC health watchers, large repeated fields and gzip", () => {
       assert.match(seen.message, /--max-bytes-elements/);
     }
     assert.ok(ms < 10_000, `answered in ${Math.round(ms)} ms`);
-    assert.ok(rss(server) - before < 150 * MiB, `RSS grew by ${Math.round((rss(server) - before) / MiB)} MiB`);
+    assert.ok(rss(echo.server) - before < 150 * MiB, `RSS grew by ${Math.round((rss(echo.server) - before) / MiB)} MiB`);
     s.destroy();
   });
 
@@ -331,7 +288,7 @@ describe("gRPC health watchers, large repeated fields and gzip", () => {
     const sleep1s = field(4, Buffer.concat([field(1, "sleepMs"), field(2, Buffer.from([0x10, ...varintOf(1000)]))]));
     const message = gzipSync(Buffer.concat([field(1, "echo"), sleep1s, field(5, input), field(7, fp32([1])), field(15, Buffer.alloc(6 * MiB))]));
     assert.ok(message.byteLength < 64 * 1024);
-    const s = session(port);
+    const s = session(echo.port);
     const calls = Array.from({ length: 4 }, () => {
       const call = open(s, INFER, { "grpc-encoding": "gzip" });
       call.stream.end(frame(message, true));
@@ -341,31 +298,35 @@ describe("gRPC health watchers, large repeated fields and gzip", () => {
     const statuses = calls.map((c) => c.seen.status).sort();
     assert.deepEqual(statuses, ["0", "0", "8", "8"], calls.map((c) => c.seen.message).join("; "));
     s.destroy();
-    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+    await waitForMetric(echo.server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
   });
 });
 
-describe("a ModelStreamInfer client that never reads", () => {
+/** An echo model served over gRPC to the tests of one suite: started before them, stopped after. */
+function echoServer(settings: Record<string, unknown>, args: string[]): { server: ServerProcess; port: number } {
   const repo = new ModelRepo();
-  let server: ServerProcess;
-  let port: number;
-  const MiB = 2 ** 20;
-
+  const echo = {} as { server: ServerProcess; port: number };
   before(async () => {
-    // A batch waits 300 ms to fill: requests sent together are answered together.
-    repo.module("echo", "echo.ts", { maxBatchSize: 64, maxWaitMs: 300 });
-    port = await freePort();
-    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--max-request-size", String(MiB), "--max-inflight-bytes", String(32 * MiB)]);
+    repo.module("echo", "echo.ts", settings);
+    echo.port = await freePort();
+    echo.server = await serveRepository(repo.dir, ["--grpc-port", String(echo.port), ...args]);
   });
   after(async () => {
-    await server?.stop();
+    await echo.server?.stop();
     repo.remove();
   });
+  return echo;
+}
+
+describe("a ModelStreamInfer client that never reads", () => {
+  const MiB = 2 ** 20;
+  // A batch waits 300 ms to fill: requests sent together are answered together.
+  const echo = echoServer({ maxBatchSize: 64, maxWaitMs: 300 }, ["--max-request-size", String(MiB), "--max-inflight-bytes", String(32 * MiB)]);
 
   test("ModelStreamInfer: a client that sends and never reads is read no further, and the server's memory stays within a bound", async () => {
-    const before = rss(server);
+    const before = rss(echo.server);
     // The client's window stays at 64 KiB: what it does not read, the server cannot send.
-    const s = session(port);
+    const s = session(echo.port);
     const { stream } = open(s, STREAM);
     stream.pause();
     const request = frame(inferMessage(64 * 1024));
@@ -376,15 +337,15 @@ describe("a ModelStreamInfer client that never reads", () => {
       if (drained !== true) break;
     }
     assert.ok(sent < 1000, `${sent} requests of 256 KiB sent before the server stopped reading`);
-    assert.ok(rss(server) - before < 300 * MiB, `RSS grew by ${Math.round((rss(server) - before) / MiB)} MiB`);
+    assert.ok(rss(echo.server) - before < 300 * MiB, `RSS grew by ${Math.round((rss(echo.server) - before) / MiB)} MiB`);
     s.destroy();
-    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+    await waitForMetric(echo.server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
   });
 
   test("ModelStreamInfer: the answers of requests already under way when it stopped reading are bounded too: past four times --max-request-size unread, the stream is reset", async () => {
     // Many requests, all read while their batch waits to fill: their answers come together and
     // pass the hard bound at once.
-    const s = session(port);
+    const s = session(echo.port);
     const { stream, seen } = open(s, STREAM);
     stream.pause();
     const request = frame(inferMessage(64 * 1024));
@@ -396,11 +357,11 @@ describe("a ModelStreamInfer client that never reads", () => {
     assert.equal(seen.rstCode, constants.NGHTTP2_ENHANCE_YOUR_CALM);
     assert.ok(messages(seen.data).length < 40, `${messages(seen.data).length} answers`);
     s.destroy();
-    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+    await waitForMetric(echo.server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
   });
 
   test("ModelStreamInfer: a client that reads late gets every answer of a stream that stayed within the bound", async () => {
-    const s = session(port);
+    const s = session(echo.port);
     const { stream, seen } = open(s, STREAM);
     stream.pause();
     const request = frame(inferMessage(64 * 1024));
@@ -417,35 +378,23 @@ describe("a ModelStreamInfer client that never reads", () => {
     assert.equal(seen.status, "0", seen.message);
     assert.equal(messages(seen.data).length, sent);
     s.destroy();
-    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+    await waitForMetric(echo.server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
   });
 });
 
 describe("ModelStreamInfer: what a stream holds", () => {
-  const repo = new ModelRepo();
-  let server: ServerProcess;
-  let port: number;
   const MiB = 2 ** 20;
-
-  before(async () => {
-    // A batch waits 300 ms to fill, so that a stream's requests stay under way together.
-    repo.module("echo", "echo.ts", { maxBatchSize: 64, maxWaitMs: 300 });
-    port = await freePort();
-    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--max-request-size", String(MiB), "--max-inflight-bytes", String(2 * MiB)]);
-  });
-  after(async () => {
-    await server?.stop();
-    repo.remove();
-  });
+  // A batch waits 300 ms to fill, so that a stream's requests stay under way together.
+  const echo = echoServer({ maxBatchSize: 64, maxWaitMs: 300 }, ["--max-request-size", String(MiB), "--max-inflight-bytes", String(2 * MiB)]);
 
   test("no more than 32 requests of one stream are under way at once; the rest wait in the stream, and all are answered", async () => {
-    const s = session(port);
+    const s = session(echo.port);
     const { stream, seen } = open(s, STREAM);
     const request = frame(inferMessage(4));
     stream.write(Buffer.concat(new Array(100).fill(request)));
     stream.end();
     const most: number[] = [];
-    const sampling = setInterval(() => void metric(server.url, "shoal_requests_in_flight").then((v) => most.push(v ?? 0)), 50);
+    const sampling = setInterval(() => void metric(echo.server.url, "shoal_requests_in_flight").then((v) => most.push(v ?? 0)), 50);
     try {
       await waitFor("the stream's end", () => seen.status, 30_000);
     } finally {
@@ -459,7 +408,7 @@ describe("ModelStreamInfer: what a stream holds", () => {
   });
 
   test("the answers left unread on all streams together are bounded by --max-inflight-bytes: the stream that passes it is reset, the others keep theirs", async () => {
-    const s = session(port);
+    const s = session(echo.port);
     // Each stream's answers stay under its own bounds (1 MiB to stop reading, 4 MiB to reset).
     const send = async (call: ReturnType<typeof open>) => {
       call.stream.pause();
@@ -485,42 +434,30 @@ describe("ModelStreamInfer: what a stream holds", () => {
     assert.equal(first.seen.status, "0", first.seen.message);
     assert.equal(messages(first.seen.data).length, 5);
     s.destroy();
-    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
+    await waitForMetric(echo.server.url, "shoal_request_bytes_in_flight", {}, (v) => v === 0);
   });
 });
 
 describe("gRPC on SIGTERM: a message still arriving is in flight from its first byte", () => {
-  const repo = new ModelRepo();
-  let server: ServerProcess;
-  let port: number;
-
-  before(async () => {
-    repo.module("echo", "echo.ts", {});
-    port = await freePort();
-    server = await serveRepository(repo.dir, ["--grpc-port", String(port), "--timeout", "10000"]);
-  });
-  after(async () => {
-    await server?.stop();
-    repo.remove();
-  });
+  const echo = echoServer({}, ["--timeout", "10000"]);
 
   test("its call is answered, then the server exits", async () => {
-    const s = session(port);
+    const s = session(echo.port);
     const { stream, seen } = open(s, INFER);
     const message = frame(inferMessage(1024));
     stream.write(message.subarray(0, 100));
     // The server has the call and its first bytes.
-    await waitForMetric(server.url, "shoal_request_bytes_in_flight", {}, (v) => v >= CALL_SHARE + 100);
-    server.proc.kill("SIGTERM");
-    await server.waitForLog((l) => l.msg === "draining");
+    await waitForMetric(echo.server.url, "shoal_request_bytes_in_flight", {}, (v) => v >= CALL_SHARE + 100);
+    echo.server.proc.kill("SIGTERM");
+    await echo.server.waitForLog((l) => l.msg === "draining");
     await sleep(500);
     stream.end(message.subarray(100));
     await waitFor("answered", () => seen.status ?? (seen.closed ? `closed ${seen.rstCode}` : undefined), 10_000).catch((err) => {
-      throw new Error(`${err.message}\n${server.describe()}`);
+      throw new Error(`${err.message}\n${echo.server.describe()}`);
     });
     assert.equal(seen.status, "0", seen.message);
     assert.equal(messages(seen.data).length, 1);
-    assert.equal(await server.exitCode(), 0);
+    assert.equal(await echo.server.exitCode(), 0);
     s.destroy();
   });
 });
