@@ -6,12 +6,15 @@
 # CPU µs per request (all threads, from /proc) and the ratios A/B.
 #
 #   bash bench/tools/duel.sh <treeA> <treeB> [connections 32] [seconds 15] [rounds 3]
+#   DUEL_RUNTIME=bun bash bench/tools/duel.sh ...    # both servers on Bun (runtimes/node_modules/.bin/bun)
 #
 # A tree is a checkout with node_modules and dist/ (bench/tools/checkout.sh makes one).
 set -euo pipefail
 A=$1 B=$2 C=${3:-32} S=${4:-15} R=${5:-3}
 lua="$(cd "$(dirname "$0")/.." && pwd)/lua/post-json.lua"
-start() { (cd "$1" && exec taskset -c 0 node --import tsx bench/servers/shoal-exp.ts --num 1 --port "$2" --address 127.0.0.1 --log-level warn --log-format json) >/dev/null 2>&1 & echo $!; }
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+if [ "${DUEL_RUNTIME:-node}" = bun ]; then run=("$root/runtimes/node_modules/.bin/bun"); else run=(node --import tsx); fi
+start() { (cd "$1" && exec taskset -c 0 "${run[@]}" bench/servers/shoal-exp.ts --num 1 --port "$2" --address 127.0.0.1 --log-level warn --log-format json) >/dev/null 2>&1 & echo $!; }
 pa=$(start "$A" 42001)
 pb=$(start "$B" 42002)
 trap 'kill $pa $pb 2>/dev/null' EXIT
