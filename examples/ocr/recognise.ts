@@ -12,8 +12,8 @@ import type { ReadBox, TextBox } from "./text-box.js";
 
 /**
  * The widths boxes are padded to, multiples of 8 (the recogniser reads one step per 8 columns),
- * close enough that a box pays at most half again its width in padding: the run's cost grows
- * with its width.
+ * close enough that a box wider than 160 pays at most half its width again in padding: a run's
+ * cost grows with its width.
  */
 const WIDTHS = [160, 240, 320, 480, 640, 960, MAX_CROP_WIDTH];
 
