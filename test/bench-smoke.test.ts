@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { findBun } from "../bench/lib/runtimes.js";
+import { RAN_ONCE } from "./helpers.js";
 
 const root = join(import.meta.dirname, "..");
 const hasWrk = spawnSync("wrk", ["--version"]).error === undefined;
@@ -64,7 +65,7 @@ function checkMeasured(name: string, servers: string[], dir: string, data: Smoke
   assert.match(readFileSync(join(dir, `${name}-throughput.svg`), "utf8"), /^<svg[^>]*>[\s\S]*<polyline/);
 }
 
-describe("benchmark smoke test (Shoal side only)", { skip: hasWrk ? false : "wrk is not installed (apt-get install -y wrk): benchmark smoke test skipped" }, () => {
+describe("benchmark smoke test (Shoal side only)", { skip: RAN_ONCE ?? (hasWrk ? false : "wrk is not installed (apt-get install -y wrk): benchmark smoke test skipped") }, () => {
   for (const [name, { extra, servers }] of Object.entries(SCENARIOS)) {
     test(`npm run bench -- ${name} --servers ${servers.join(",")} writes its results`, () => {
       const { data } = runBrief(name, servers, extra, results);
@@ -134,7 +135,7 @@ test("npm run bench -- generate runs both batchings and writes its results", () 
 });
 
 // The gRPC scenario brings its own load generator: it needs no wrk.
-describe("benchmark smoke test: grpc (Shoal side only)", () => {
+describe("benchmark smoke test: grpc (Shoal side only)", { skip: RAN_ONCE ?? false }, () => {
   test("npm run bench -- grpc --servers shoal-json,shoal-binary,shoal-grpc writes its results", () => {
     const dir = mkdtempSync(join(tmpdir(), "shoal-bench-grpc-"));
     try {

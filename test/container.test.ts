@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { CACHE, EXAMPLE_MODELS, found, helloSamples, run, speechProbabilities } from "./deploy-helpers.js";
-import { ROOT, fixture, post, send, sleep } from "./helpers.js";
+import { RAN_ONCE, ROOT, fixture, post, send, sleep } from "./helpers.js";
 
 const IMAGE = "localhost/shoal:test";
 const CONTAINERS_CONF = join(CACHE, "containers.conf");
@@ -138,7 +138,7 @@ async function client(url: string, outcome: Outcome, limit: number, answered: ()
   }
 }
 
-describe("the container image", () => {
+describe("the container image", { skip: RAN_ONCE ?? false }, () => {
   let skip: string | undefined;
   const base = `localhost/shoal-test-base:node${process.versions.node}-bookworm`;
 

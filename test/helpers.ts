@@ -28,6 +28,13 @@ export const RUNTIME: "node" | "bun" = process.env.SHOAL_TEST_RUNTIME === "bun" 
  * Why a test of node:http's own handling of connections and malformed or late requests is
  * skipped on Bun, whose Bun.serve does all of that itself (README: "On Bun"); undefined on Node.
  */
+/**
+ * Set when the suite runs again on another runtime (`SHOAL_TEST_REPEAT=1`, as CI's second and
+ * third runs do): the tests that do not depend on the runtime under test (the benchmark harness,
+ * the container image) ran in the first run and skip, saying so.
+ */
+export const RAN_ONCE = process.env.SHOAL_TEST_REPEAT === "1" ? "independent of the runtime under test: it ran in the suite's first run (SHOAL_TEST_REPEAT=1)" : undefined;
+
 export const NODE_HTTP_ONLY = RUNTIME === "bun" ? "node:http's own handling; Bun.serve parses requests and keeps connections itself (README: On Bun)" : undefined;
 
 /** The command and arguments that run a server script (TypeScript or JavaScript) on {@link RUNTIME}. */
