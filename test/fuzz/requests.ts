@@ -53,6 +53,7 @@ export const STAGE_ROUTES = {
   typed: "/fuzz/typed",
   pipeline: "/fuzz/pipeline",
   buggy: "/fuzz/buggy",
+  fanout: "/fuzz/fanout",
   stream: "/fuzz/stream",
   steps: "/fuzz/steps",
 } as const;
@@ -89,6 +90,8 @@ function stageInput(r: Random, route: keyof typeof STAGE_ROUTES): Json {
       return { n: r.chance(0.85) ? r.skewed(0, 64) : r.pick<Json>([-1, 65, 1.5, "3", null]), ...(r.chance(0.5) ? { delay: r.int(0, r.chance(0.9) ? 20 : 30) } : {}) };
     case "steps":
       return { len: r.chance(0.85) ? r.skewed(0, 64) : r.pick<Json>([-1, 65, 0.5, "8", null]) };
+    case "fanout":
+      return { text: r.chance(0.85) ? Array.from({ length: r.skewed(0, 20) }, () => r.string(r.int(1, 6), "abc xyz")).join(" ") : r.pick<Json>([null, 3, ["a"], ""]) };
     case "buggy":
       return r.chance(0.7) ? { a: { b: r.string(r.int(0, 5), "ab") } } : randomJson(r, 2);
     default:
@@ -238,6 +241,7 @@ const KINDS: readonly (readonly [number, string, (r: Random, raw: boolean) => Dr
   [4, "stage:typed", (r, raw) => stageDraft(r, "typed", raw)],
   [4, "stage:pipeline", (r, raw) => stageDraft(r, "pipeline", raw)],
   [2, "stage:buggy", (r, raw) => stageDraft(r, "buggy", raw)],
+  [3, "stage:fanout", (r, raw) => stageDraft(r, "fanout", raw)],
   [4, "stream:batched", (r, raw) => stageDraft(r, "stream", raw)],
   [3, "stream:steps", (r, raw) => stageDraft(r, "steps", raw)],
   [3, "openai:completions", (r) => openAIDraft(r, "completions")],

@@ -146,6 +146,7 @@ const HEALTHY: { path: string; body: Uint8Array | string; type: string; headers?
   { path: STAGE_ROUTES.typed, body: '{"name": "n", "points": [{"x": 0, "y": 0}, {"x": 3, "y": 4}]}', type: "application/json" },
   { path: STAGE_ROUTES.pipeline, body: '{"n": 4}', type: "application/json" },
   { path: STAGE_ROUTES.buggy, body: '{"a": {"b": "xy"}}', type: "application/json" },
+  { path: STAGE_ROUTES.fanout, body: '{"text": "a b c"}', type: "application/json" },
   { path: STAGE_ROUTES.stream, body: '{"n": 3}', type: "application/json", headers: { accept: "text/event-stream" } },
   { path: STAGE_ROUTES.stream, body: '{"n": 3}', type: "application/json", headers: { accept: "application/json" } },
   { path: STAGE_ROUTES.steps, body: '{"len": 3}', type: "application/json", headers: { accept: "application/x-ndjson" } },
