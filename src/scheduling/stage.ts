@@ -1,4 +1,4 @@
-import { ShoalError } from "../errors.js";
+import type { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics, StageMetrics } from "../metrics/registry.js";
 import type { ResolvedStageOptions, StreamPolicy } from "../stage-options.js";
@@ -49,7 +49,6 @@ export class Stage implements Step, Chooser, Delivery {
   readonly stream: StreamPolicy | undefined;
   readonly gathers: boolean;
   readonly #queue: BatchQueue;
-  readonly #log: Logger;
   /** Counts the sub-items its fan-outs make, by route. */
   readonly #subItems: (route: string, count: number) => void;
   /** Moving average of one item's forward time in ms, round trip included (stages that do not batch). */
@@ -71,7 +70,6 @@ export class Stage implements Step, Chooser, Delivery {
     this.stream = options.stream;
     this.gathers = options.gather;
     this.logFields = { stage: name };
-    this.#log = context.logger;
     this.#subItems = context.metrics.subItems(name, options.fanOut === undefined ? [] : options.routes);
     this.#size = this.batches ? undefined : () => this.#sendSize();
     this.#queue = new BatchQueue({ policy: this.policy, capacity: context.capacity, owner: `stage ${name}`, order: new Fifo(), wake: () => this.dispatcher.pump(), waited: (ms) => this.metrics.queueWait(ms) });
@@ -79,7 +77,7 @@ export class Stage implements Step, Chooser, Delivery {
       {
         name,
         num: options.num,
-        boot: (workerId) => ({ moduleUrl: context.moduleUrl, stageIndex: index, stageName: name, className, workerId, maxBatchSize: options.maxBatchSize, num: options.num, limits: context.limits }),
+        boot: (workerId) => ({ moduleUrl: context.moduleUrl, stageIndex: index, stageName: name, className, workerId, maxBatchSize: options.maxBatchSize, maxFanOut: options.fanOut?.max, num: options.num, limits: context.limits }),
         // A streaming batch runs as long as its streams: the requests' own deadline ends a stream
         // (an error event, its generator aborted) before the pool gives up on the worker.
         timeoutMs: options.timeoutMs ?? (options.stream === undefined ? context.timeoutMs : context.streamTimeoutMs + context.timeoutMs),
@@ -152,19 +150,10 @@ export class Stage implements Step, Chooser, Delivery {
     else task.advance(result.value, result.transfer);
   }
 
-  // The item became sub-items, each the next stage's input, within the stage's bound.
+  // The item became sub-items, each the next stage's input (the worker kept them within the stage's bound).
   #fanOut(task: Task, values: unknown[]): void {
-    const max = this.options.fanOut?.max;
-    if (max === undefined) {
-      const error = new ShoalError("SERVER", `stage ${this.name} returned fanOut() but declares no fanOut option`);
-      this.#log.error({ ...this.logFields, requestId: task.meta.requestId }, error.message);
-      task.fail(error);
-    } else if (values.length > max) {
-      task.fail(new ShoalError("VALIDATION", `stage ${this.name} made ${values.length} sub-items of one item, more than its limit of ${max} (fanOut.max)`));
-    } else {
-      this.#subItems(task.meta.route, values.length);
-      SubItems.start(task, values);
-    }
+    this.#subItems(task.meta.route, values.length);
+    SubItems.start(task, values);
   }
 
   failed(task: Task, error: ShoalError): void {

@@ -1,4 +1,4 @@
-import { errorToWire, ServerError, type ErrorCode, type WireError } from "../errors.js";
+import { errorToWire, ServerError, ValidationError, type ErrorCode, type WireError } from "../errors.js";
 import { isFanOut, type FanOut } from "../fan-out.js";
 import type { Schema } from "../schema.js";
 import { warmUp } from "./warm-up.js";
@@ -303,9 +303,13 @@ export class BatchRunner<W extends Worker = Worker> {
   }
 
   // The sub-items' values go to the coordinator, which makes each a task of its own (and finds
-  // each one's buffers to move on). A route's last stage has no next stage to fan out to.
+  // each one's buffers to move on). A route's last stage has no next stage to fan out to. The
+  // bound is kept here, so that a fan-out past it is never posted (its count comes from the input).
   #fannedOut({ values }: FanOut, egress: boolean, transfer: Set<ArrayBuffer>): ItemResult {
-    if (egress) return { ok: false, error: errorToWire(new ServerError(`stage ${this.boot.stageName} returned fanOut() at its route's last stage; only a stage followed by others fans out`)) };
+    const { stageName, maxFanOut } = this.boot;
+    if (egress) return { ok: false, error: errorToWire(new ServerError(`stage ${stageName} returned fanOut() at its route's last stage; only a stage followed by others fans out`)) };
+    if (maxFanOut === undefined) return { ok: false, error: errorToWire(new ServerError(`stage ${stageName} returned fanOut() but declares no fanOut option`)) };
+    if (values.length > maxFanOut) return { ok: false, error: errorToWire(new ValidationError(`stage ${stageName} made ${values.length} sub-items of one item, more than its limit of ${maxFanOut} (fanOut.max)`)) };
     transferablesOf(values, transfer);
     return { ok: true, value: values, fanOut: true };
   }

@@ -34,10 +34,12 @@ export interface StageBoot extends BootCommon {
   /** Name of the Worker class expected at that index, to catch modules that register differently. */
   className: string;
   maxBatchSize: number;
+  /** The most sub-items one item may fan out to (`fanOut.max`); none when the stage does not fan out. */
+  maxFanOut?: number;
 }
 
 /** Who runs the batches: a stage's worker, or one model instance on a worker of the shared pool (named by its instance). */
-export type RunnerIdentity = Pick<StageBoot, "workerId" | "stageName" | "maxBatchSize" | "num" | "limits">;
+export type RunnerIdentity = Pick<StageBoot, "workerId" | "stageName" | "maxBatchSize" | "maxFanOut" | "num" | "limits">;
 
 /** A worker of the shared pool: it loads, unloads and runs models as it is told. */
 export interface HostBoot extends BootCommon {
