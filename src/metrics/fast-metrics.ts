@@ -86,6 +86,7 @@ abstract class FastMetric<S extends { labels: Labels }> {
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
   }
 
+  /** What prom-client's `Registry.resetMetrics()` calls on every metric it holds. */
   reset(): void {
     this.#series.clear();
   }
