@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { runsByWordCount } from "../examples/sentiment/classify.js";
 import { SENTENCES } from "./fixtures/sentences.js";
-import { assertError, post, send, startServer, type ServerProcess } from "./helpers.js";
+import { assertError, post, send, startServer, waitFor, type ServerProcess } from "./helpers.js";
 import { batchSizes } from "./onnx-helpers.js";
 
 const dracula = createRequire(import.meta.url)("dracula-sentiment") as { score(text: string): number[]; analyze(text: string): string };
@@ -53,8 +53,8 @@ describe("examples/sentiment/server.ts", () => {
 
   test("makes its model on first start, and prints curl commands that work", async () => {
     assert.match(server.stdout, new RegExp(`^made the sentiment model in ${models}/sentiment$`, "m"));
-    const sentiment = server.stdout.match(/curl -X POST (http:\/\/\S+\/sentiment) -d '(.*)'$/m);
-    assert.ok(sentiment, server.stdout);
+    // The commands are printed once run() resolves, which may come just after the "ready" line.
+    const sentiment = await waitFor("the curl commands", () => server.stdout.match(/curl -X POST (http:\/\/\S+\/sentiment) -d '(.*)'$/m) ?? undefined);
     const reply = await post(`${server.url}/sentiment`, JSON.parse(sentiment[2]!));
     assert.equal(reply.status, 200, reply.text);
     assert.equal(reply.json.label, "positive");
