@@ -12,6 +12,7 @@ import { readingOrder, scaleRect, textBoxes, type Quad } from "../examples/ocr/b
 import { ctcGreedy } from "../examples/ocr/ctc.js";
 import { ocrModelFiles, readCharacters } from "../examples/ocr/ocr-models.js";
 import { bucketOf, planar, resizeWidth, rotate180 } from "../examples/ocr/pixels.js";
+import { turnedBox, turnedCorners, type TurnedBox } from "../examples/ocr/turned-box.js";
 import { assertError, metric, send, startServer, type ServerProcess } from "./helpers.js";
 import { batchSizes } from "./onnx-helpers.js";
 
@@ -87,6 +88,37 @@ describe("OCR helpers", () => {
     assert.deepEqual(scaleRect({ left: 1, top: 1, right: 15, bottom: 9 }, 2, 25, 100), { left: 2, top: 2, right: 25, bottom: 18 });
   });
 
+  test("boxes: a line at a slant gets a box turned along it; a straight or round one gets none", () => {
+    // A band 40 long and 4 thick, turned 20° about (30, 30): its pixels, as the map would mark them.
+    const angle = (20 * Math.PI) / 180;
+    const xs: number[] = [];
+    const ys: number[] = [];
+    for (let a = -20; a < 20; a += 0.25) {
+      for (let b = -2; b < 2; b += 0.25) {
+        const x = Math.floor(30 + a * Math.cos(angle) - b * Math.sin(angle));
+        const y = Math.floor(30 + a * Math.sin(angle) + b * Math.cos(angle));
+        if (!xs.some((px, i) => px === x && ys[i] === y)) xs.push(x), ys.push(y);
+      }
+    }
+    const box = turnedBox(xs, ys, 0) as TurnedBox;
+    assert.ok(Math.abs(box.angle - angle) < 0.02, `angle ${box.angle}`);
+    assert.ok(Math.abs(box.centre[0] - 30) < 1 && Math.abs(box.centre[1] - 30) < 1, `centre ${box.centre}`);
+    assert.ok(Math.abs(box.width - 40) < 2.5 && Math.abs(box.height - 4) < 2.5, `${box.width} × ${box.height}`);
+    const grown = turnedBox(xs, ys, 2) as TurnedBox;
+    assert.ok(grown.height > box.height + 2 && grown.width > box.width + 2, "the unclip margin grows it on each side");
+    // Its corners: clockwise from the text's top left, the top edge running along the slant.
+    assert.deepEqual(turnedCorners({ centre: [50, 50], width: 40, height: 20, angle: Math.PI / 6 }), [[38, 31], [72, 51], [62, 69], [28, 49]]);
+    // Straight, round, and near-vertical regions keep their axis-aligned boxes.
+    const band = (w: number, h: number, turn: number) => {
+      const p: [number[], number[]] = [[], []];
+      for (let x = 0; x < w; x++) for (let y = 0; y < h; y++) p[0].push(Math.round(x * Math.cos(turn) - y * Math.sin(turn))), p[1].push(Math.round(x * Math.sin(turn) + y * Math.cos(turn)));
+      return p;
+    };
+    assert.equal(turnedBox(...band(40, 4, 0), 2), undefined);
+    assert.equal(turnedBox(...band(10, 10, 0.3), 2), undefined);
+    assert.equal(turnedBox(...band(40, 4, 1.2), 2), undefined);
+  });
+
   test("reading order: top to bottom, left to right within a line even when a box sits higher", () => {
     const items = [
       { name: "second line", box: quad(5, 50, 100, 70) },
@@ -95,6 +127,15 @@ describe("OCR helpers", () => {
     ];
     assert.deepEqual(readingOrder(items).map((i) => i.name), ["left", "right", "second line"]);
     assert.deepEqual(readingOrder([]), []);
+    // A page at a slant of 25°: its lines overlap in height, yet read in order, words along them.
+    const turned = (x: number, y: number) => turnedCorners({ centre: [x, y], width: 120, height: 20, angle: (25 * Math.PI) / 180 });
+    const slanted = [
+      { name: "second line, right", box: turned(260, 190) },
+      { name: "first line, right", box: turned(280, 140) },
+      { name: "second line, left", box: turned(140, 135) },
+      { name: "first line, left", box: turned(160, 85) },
+    ];
+    assert.deepEqual(readingOrder(slanted).map((i) => i.name), ["first line, left", "first line, right", "second line, left", "second line, right"]);
   });
 });
 
@@ -134,6 +175,21 @@ describe("examples/ocr/server.ts", { skip: modelsMissing() }, () => {
     const reply = await ocr(image);
     assert.equal(reply.status, 200, reply.text);
     assert.deepEqual(reply.json.lines.map((l: { text: string }) => l.text), ["Hello Shoal 2026"]);
+  });
+
+  test("a page photographed at a slant: each line cut out level and read, in reading order", async () => {
+    for (const degrees of [12, -25]) {
+      const page = `<svg xmlns="http://www.w3.org/2000/svg" width="600" height="320"><rect width="100%" height="100%" fill="white"/><g transform="rotate(${degrees} 300 160)">` +
+        `<text x="120" y="150" font-family="sans-serif" font-size="36">Hello Shoal 2026</text><text x="140" y="210" font-family="sans-serif" font-size="28">fish swim in shoals</text></g></svg>`;
+      const reply = await ocr(await sharp(Buffer.from(page)).png().toBuffer());
+      assert.equal(reply.status, 200, reply.text);
+      const lines = reply.json.lines as { text: string; box: Quad }[];
+      assert.deepEqual(lines.map((l) => l.text), ["Hello Shoal 2026", "fish swim in shoals"], `at ${degrees}°`);
+      // The box runs along the text: its top edge slopes as the page does.
+      const [[x0, y0], [x1, y1]] = lines[0]!.box;
+      const slope = (Math.atan2(y1 - y0, x1 - x0) * 180) / Math.PI;
+      assert.ok(Math.abs(slope - degrees) < 4, `the box slopes ${slope}° on a page at ${degrees}°`);
+    }
   });
 
   test("concurrent images: each read right, their boxes recognised in shared batches", async () => {

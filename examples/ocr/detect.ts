@@ -9,6 +9,7 @@ import { fanOut, ValidationError, type FanOut } from "shoal";
 import { OnnxWorker } from "shoal/onnx";
 import { MAX_PIXELS, sniff } from "../image-classification/image-prep.js";
 import { quadOf, scaleRect, textBoxes, type Rect } from "./boxes.js";
+import { scaleTurned, turnedCorners, type TurnedBox } from "./turned-box.js";
 import { DET_MEAN, DET_STD, LINE_HEIGHT, ocrModelFiles } from "./ocr-models.js";
 import { bucketOf, planar, type Rgb } from "./pixels.js";
 import type { TextBox } from "./text-box.js";
@@ -67,8 +68,9 @@ export class Detect extends OnnxWorker {
       for (const [n, i] of at.entries()) {
         const { original, scaled } = images[i] as Scaled;
         const found = textBoxes(map, scaled.width, scaled.height, width, n * width * height);
-        const rects = found.map((r) => scaleRect(r, original.width / scaled.width, original.width, original.height));
-        results[i] = fanOut(await Promise.all(rects.map((r) => this.#crop(original, r))));
+        const scale = original.width / scaled.width;
+        const crops = found.map((r) => ("angle" in r ? this.#cropTurned(original, scaleTurned(r, scale)) : this.#crop(original, scaleRect(r, scale, original.width, original.height))));
+        results[i] = fanOut(await Promise.all(crops));
       }
     }
     return results;
@@ -110,10 +112,43 @@ export class Detect extends OnnxWorker {
       crop = this.#raw({ data: await crop.raw().toBuffer(), width: w, height: h }).rotate(270);
       [w, h] = [h, w];
     }
+    return { crop: await this.#lineHeight(crop, w, h), box: quadOf(r) };
+  }
+
+  // A box set at a slant: the square around it that holds it at any angle is cut out and turned
+  // level (its centre stays the square's), then the box is cut from the middle.
+  async #cropTurned(image: Rgb, box: TurnedBox): Promise<TextBox> {
+    const half = Math.ceil(Math.hypot(box.width, box.height) / 2) + 1;
+    const left = Math.max(0, Math.floor(box.centre[0] - half));
+    const top = Math.max(0, Math.floor(box.centre[1] - half));
+    const region = { left, top, width: Math.min(image.width, Math.ceil(box.centre[0] + half)) - left, height: Math.min(image.height, Math.ceil(box.centre[1] + half)) - top };
+    const level = await this.#raw(image)
+      .extract(region)
+      .rotate((-box.angle * 180) / Math.PI, { background: { r: 255, g: 255, b: 255 } })
+      .removeAlpha()
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    // Where the box's centre went: turned by −angle about the region's centre, which became the
+    // turned image's.
+    const [dx, dy] = [box.centre[0] - left - region.width / 2, box.centre[1] - top - region.height / 2];
+    const [c, s] = [Math.cos(box.angle), Math.sin(box.angle)];
+    const [x, y] = [level.info.width / 2 + c * dx + s * dy, level.info.height / 2 - s * dx + c * dy];
+    const cut = {
+      left: Math.max(0, Math.round(x - box.width / 2)),
+      top: Math.max(0, Math.round(y - box.height / 2)),
+    };
+    const w = Math.max(1, Math.min(level.info.width - cut.left, Math.round(box.width)));
+    const h = Math.max(1, Math.min(level.info.height - cut.top, Math.round(box.height)));
+    const crop = this.#raw({ data: level.data, width: level.info.width, height: level.info.height }).extract({ ...cut, width: w, height: h });
+    return { crop: await this.#lineHeight(crop, w, h), box: turnedCorners(box) };
+  }
+
+  // The crop at LINE_HEIGHT rows, its width in proportion: a copy of its own, so that it moves
+  // to the next stage's thread whole.
+  async #lineHeight(crop: Sharp, w: number, h: number): Promise<Rgb> {
     const width = Math.min(MAX_CROP_WIDTH, Math.max(8, Math.round((w * LINE_HEIGHT) / h)));
-    // A copy of its own, so that it moves to the next stage's thread whole.
     const data = new Uint8Array(await crop.resize(width, LINE_HEIGHT, { fit: "fill" }).raw().toBuffer());
-    return { crop: { data, width, height: LINE_HEIGHT }, box: quadOf(r) };
+    return { data, width, height: LINE_HEIGHT };
   }
 
   #raw(image: Rgb): Sharp {
