@@ -8,8 +8,7 @@ import { checkRouteModel, type RouteModelOptions } from "../serving/route-model.
 import { resolveStageOptions, type StageOptions } from "../stage-options.js";
 import type { WorkerClass } from "../worker.js";
 import { workerContext } from "../workers/context.js";
-import { startServer, type Declared, type StageSpec } from "./assembly.js";
-import { dryRunServer } from "./dry-run.js";
+import type { Declared, StageSpec } from "./assembly.js";
 
 /** Settings given in code: defaults that CLI flags and `SHOAL_*` variables override. */
 export type ServerOptions = Partial<ServerConfig>;
@@ -149,7 +148,13 @@ export class Server {
     try {
       const models = this.#modelSources(config);
       if (this.#specs.length === 0 && models === undefined) throw new Error("no stages: call appendWorker() or addModel() before run(), or give --model-repository");
-      if (config.dryRun) process.exit((await dryRunServer(this.#declared(), config, logger, models)) ? 0 : 1);
+      // The assembly (doors, gRPC, pool) is loaded here, in the main thread only: a worker imports
+      // this module again to find its class, and has no use for any of it.
+      if (config.dryRun) {
+        const { dryRunServer } = await import("./dry-run.js");
+        process.exit((await dryRunServer(this.#declared(), config, logger, models)) ? 0 : 1);
+      }
+      const { startServer } = await import("./assembly.js");
       return await startServer(this.#declared(), config, logger, models);
     } catch (err) {
       logger.fatal((err as Error).message);
