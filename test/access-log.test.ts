@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Task } from "../src/scheduling/task.js";
-import { serverTiming as timingHeader } from "../src/http/server-timing.js";
+import { serverTiming as timingHeader } from "../src/http/http-reply.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
 import { assertError, fixture, post, send, sleep, startServer, type LogLine, type Reply, type ServerProcess } from "./helpers.js";
 

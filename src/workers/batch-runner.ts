@@ -176,10 +176,9 @@ export class BatchRunner<W extends Worker = Worker> {
         }
         ({ outputs, runs: retries } = await splitBatch((part, partMetas) => this.worker.forward(part, partMetas), inputs, metas));
       }
-      const miscount = countError(outputs, inputs.length);
-      if (miscount !== undefined) {
+      if (!Array.isArray(outputs) || outputs.length !== inputs.length) {
         this.#open.delete(seq);
-        const error: WireError = { code: "INTERNAL", message: "", stack: `${this.boot.stageName} worker ${this.boot.workerId}: ${miscount}` };
+        const error: WireError = { code: "INTERNAL", message: "", stack: `${this.boot.stageName} worker ${this.boot.workerId}: ${countError(outputs, inputs.length)}` };
         return { message: { kind: "result", seq, error }, transfer: [] };
       }
       const pending: Promise<void>[] = [];
@@ -322,9 +321,8 @@ const schemaTools = async () => (schemaModule ??= await import("../schema.js"));
 
 // The result of a batch of one, from a Worker that computes batches.
 function onlyResult(outputs: unknown): unknown {
-  const miscount = countError(outputs, 1);
-  if (miscount !== undefined) throw new Error(miscount);
-  return (outputs as unknown[])[0];
+  if (!Array.isArray(outputs) || outputs.length !== 1) throw new Error(countError(outputs, 1));
+  return outputs[0];
 }
 
 // A decoded request parsed by the input schema. A ValidationError is the client's 422; anything

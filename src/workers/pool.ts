@@ -239,7 +239,7 @@ export class Pool<H> {
         if (flight === undefined) return;
         clearTimeout(flight.timer);
         if (!wasFree) this.#idle.push(handle);
-        this.#slots.get(handle.workerId)!.backoff.answered();
+        handle.answered++;
         const elapsedMs = performance.now() - flight.sentAt;
         // The next batch first: the worker computes it while this one's answers are written.
         this.#owner.onWorkerFree(handle.workerId);
@@ -302,7 +302,7 @@ export class Pool<H> {
     const workerId = handle.workerId;
     const slot = this.#slots.get(workerId)!;
     const fatal = handle.fatal?.message;
-    const delay = slot.backoff.died(reason, fatal !== undefined);
+    const delay = slot.backoff.died(reason, fatal !== undefined, handle.answered);
     if (!wasStarting) {
       this.#owner.onWorkerGone?.(workerId);
       this.#log.error({ worker: workerId, reason, restartInMs: delay }, "worker died; replacing it");

@@ -74,32 +74,26 @@ export class SlotBackoff {
    */
   failures = 0;
   #readyAt: number | undefined;
-  #batches = 0;
 
   constructor(readonly now: () => number = () => performance.now()) {}
 
   /** The slot's worker is ready. */
   ready(): void {
     this.#readyAt = this.now();
-    this.#batches = 0;
-  }
-
-  /** The slot's worker answered a batch. */
-  answered(): void {
-    this.#batches++;
   }
 
   /**
    * The slot's worker ended (`exit`: its exit code, signal or uncaught error; `fatal`: whether
-   * the user's code reported a fatal error); the delay, in ms, before its replacement starts.
+   * the user's code reported a fatal error; `answered`: the batches it answered, which its
+   * handle counts); the delay, in ms, before its replacement starts.
    * A worker a signal ended without a fatal error (a kill from outside, the OOM killer) is
    * replaced at once and does not count. One that served is replaced at once the first time: a
    * one-off crash should not cost capacity; a crash loop backs off as a failing start does.
    */
-  died(exit: string, fatal: boolean): number {
+  died(exit: string, fatal: boolean, answered = 0): number {
     const readyAt = this.#readyAt;
     this.#readyAt = undefined;
-    if (readyAt !== undefined && (this.now() - readyAt >= STABLE_AFTER_MS || this.#batches >= STABLE_AFTER_BATCHES)) this.failures = 0;
+    if (readyAt !== undefined && (this.now() - readyAt >= STABLE_AFTER_MS || answered >= STABLE_AFTER_BATCHES)) this.failures = 0;
     if (!fatal && exit.startsWith(SIGNAL_EXIT)) return 0;
     this.failures++;
     return readyAt !== undefined && this.failures === 1 ? 0 : restartDelayMs(this.failures);

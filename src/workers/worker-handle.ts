@@ -24,6 +24,8 @@ export class WorkerHandle<H> {
    */
   readonly flights: InFlight<H>[] = [];
   seq = 0;
+  /** The batches it answered: a worker that answered enough has shown the user's code works (restart-policy.ts). */
+  answered = 0;
   /** Set when the worker failed to start, with the reason. */
   fatal: WireError | undefined;
   channel!: Channel;
