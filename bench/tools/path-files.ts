@@ -6,8 +6,11 @@
  * These are the counts of docs/architecture.md ("The request paths").
  *
  *   npm run build && node --import tsx bench/tools/path-files.ts [route|v2|grpc ...] [--requests 200]
+ *
+ * test/request-paths.test.ts holds docs/architecture.md's counts to what this measures.
  */
 import { spawn } from "node:child_process";
+import { argv } from "node:process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -16,20 +19,12 @@ import { V2Client, fp32 } from "../../test/grpc-helpers.js";
 import { ModelRepo } from "../../test/model-helpers.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const args = process.argv.slice(2);
-const at = args.indexOf("--requests");
-const N = at >= 0 ? Number(args.splice(at, 2)[1]) : 200;
-const kinds = args.length > 0 ? args : ["route", "v2", "grpc"];
 
 interface Path {
   command: string[];
   /** Sends one request; resolves once it is answered (and throws unless it succeeded). */
   request: (http: number, grpc: number) => Promise<void>;
 }
-
-const repository = new ModelRepo();
-repository.module("echo", "echo.ts");
-const serveRepository = ["dist/cli/main.js", "serve", "--model-repository", repository.dir];
 
 async function post(url: string, body: string): Promise<void> {
   const reply = await fetch(url, { method: "POST", body, headers: { "content-type": "application/json" } });
@@ -38,23 +33,27 @@ async function post(url: string, body: string): Promise<void> {
 }
 
 let client: V2Client | undefined;
-const PATHS: Record<string, Path> = {
-  route: {
+const serveRepository = (dir: string) => ["dist/cli/main.js", "serve", "--model-repository", dir];
+const PATHS: Record<string, (repository: string) => Path> = {
+  route: () => ({
     command: ["--import", "tsx", "test/fixtures/pipeline.ts"],
     request: (http) => post(`http://127.0.0.1:${http}/embed`, JSON.stringify({ n: 4 })),
-  },
-  v2: {
-    command: serveRepository,
+  }),
+  v2: (repository) => ({
+    command: serveRepository(repository),
     request: (http) => post(`http://127.0.0.1:${http}/v2/models/echo/infer`, JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [2], data: [1, 2] }] })),
-  },
-  grpc: {
-    command: serveRepository,
+  }),
+  grpc: (repository) => ({
+    command: serveRepository(repository),
     request: async (_http, grpc) => {
       client ??= new V2Client(grpc);
       await client.call("ModelInfer", { model_name: "echo", inputs: [{ name: "x", datatype: "FP32", shape: [2] }], raw_input_contents: [fp32([1, 2])] });
     },
-  },
+  }),
 };
+
+/** The path names: a two-stage route, a V2 REST infer, a gRPC ModelInfer. */
+export const PATH_KINDS = Object.keys(PATHS);
 
 /** Runs the path's server under coverage, sends `n` requests once it is ready, and stops it. */
 async function covered(path: Path, n: number, dir: string): Promise<void> {
@@ -100,28 +99,49 @@ function counts(dir: string): Map<string, Map<string, number[]>> {
   return sides;
 }
 
-for (const kind of kinds) {
-  const path = PATHS[kind];
-  if (path === undefined) throw new Error(`no path '${kind}': route, v2 or grpc`);
+/** The files of one path, by side ("coordinator", "worker"), each list sorted; `all` counts a file of both sides once. */
+export interface PathFiles {
+  coordinator: string[];
+  worker: string[];
+  all: number;
+}
+
+/** Measures the files `kind`'s request runs through, from `requests` requests against none. */
+export async function pathFiles(kind: string, requests = 200): Promise<PathFiles> {
+  const make = PATHS[kind];
+  if (make === undefined) throw new Error(`no path '${kind}': ${PATH_KINDS.join(", ")}`);
   const base = mkdtempSync(join(tmpdir(), "shoal-path-"));
+  const repository = new ModelRepo();
   try {
+    repository.module("echo", "echo.ts");
+    const path = make(repository.dir);
     await covered(path, 0, join(base, "idle"));
-    await covered(path, N, join(base, "busy"));
+    await covered(path, requests, join(base, "busy"));
     const [idle, busy] = [counts(join(base, "idle")), counts(join(base, "busy"))];
-    const onPath = new Map<string, string[]>();
-    for (const [side, files] of busy) {
+    const side = (name: string) => {
       const found: string[] = [];
-      for (const [file, calls] of files) {
-        const before = idle.get(side)!.get(file) ?? [];
-        if (calls.some((c, i) => c - (before[i] ?? 0) >= N)) found.push(file);
+      for (const [file, calls] of busy.get(name)!) {
+        const before = idle.get(name)!.get(file) ?? [];
+        if (calls.some((c, i) => c - (before[i] ?? 0) >= requests)) found.push(file);
       }
-      onPath.set(side, found.sort());
-    }
-    const all = new Set([...onPath.values()].flat());
-    console.log(`${kind}: ${onPath.get("coordinator")!.length} files on the coordinator, ${onPath.get("worker")!.length} in the workers, ${all.size} in all`);
-    for (const [side, files] of onPath) console.log(`  ${side}: ${files.join(" ")}`);
+      return found.sort();
+    };
+    const [coordinator, worker] = [side("coordinator"), side("worker")];
+    return { coordinator, worker, all: new Set([...coordinator, ...worker]).size };
   } finally {
     rmSync(base, { recursive: true, force: true });
+    repository.remove();
   }
 }
-repository.remove();
+
+if (argv[1] !== undefined && fileURLToPath(import.meta.url) === argv[1]) {
+  const args = argv.slice(2);
+  const at = args.indexOf("--requests");
+  const requests = at >= 0 ? Number(args.splice(at, 2)[1]) : 200;
+  for (const kind of args.length > 0 ? args : PATH_KINDS) {
+    const files = await pathFiles(kind, requests);
+    console.log(`${kind}: ${files.coordinator.length} files on the coordinator, ${files.worker.length} in the workers, ${files.all} in all`);
+    console.log(`  coordinator: ${files.coordinator.join(" ")}`);
+    console.log(`  worker: ${files.worker.join(" ")}`);
+  }
+}
