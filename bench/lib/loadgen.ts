@@ -39,12 +39,24 @@ export async function runLoad(send: Send, streams: number, seconds: number): Pro
  * windows, so their connections stay open and in use (a client that keeps working while
  * something else happens to the server). After a failed request a loop waits 10 ms, so that a
  * server that is gone is not called in a busy loop.
+ *
+ * `pace(rate)` makes them send `rate` requests a second in all from then on, each loop its share
+ * at even intervals (still one request at a time each: a loop whose answer comes late sends its
+ * next at once, and falls behind when the server cannot keep up); `pace(undefined)` lets them go
+ * as fast as they are answered again.
  */
-export function steadyLoad(send: Send, streams: number): { window(): LoadResult; stop(): Promise<LoadResult> } {
+export function steadyLoad(send: Send, streams: number): { window(): LoadResult; stop(): Promise<LoadResult>; pace(rate: number | undefined): void } {
   let current = new LoadWindow();
   let running = true;
+  let intervalMs: number | undefined;
   const loop = async () => {
+    let next = performance.now();
     while (running) {
+      if (intervalMs !== undefined) {
+        next = Math.max(next + intervalMs, performance.now() - intervalMs);
+        const wait = next - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      }
       // Counted in the window it ends in.
       const outcome = await timed(send);
       current.record(outcome);
@@ -59,6 +71,9 @@ export function steadyLoad(send: Send, streams: number): { window(): LoadResult;
   };
   return {
     window,
+    pace: (rate) => {
+      intervalMs = rate === undefined ? undefined : (streams * 1000) / rate;
+    },
     stop: async () => {
       running = false;
       await loops;

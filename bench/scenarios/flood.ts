@@ -52,6 +52,8 @@ interface Settings {
   maxRequestSize: number;
   serverArgs: string[];
   rampSec: number;
+  /** The normal clients' rate as a fraction of what they reach alone (undefined: as fast as answered). */
+  pace: number | undefined;
   rssBoundMiB: number;
   attack: Omit<AttackSettings, "host" | "restPort" | "grpcPort">;
 }
@@ -73,6 +75,8 @@ interface Window {
 
 interface Outcome {
   settings: Settings;
+  /** With --pace: the normal clients' rates, in req/s. */
+  paced?: { rest: number; grpc: number };
   windows: Window[];
   /** RSS of the server before the first window and after the last, in MiB. */
   rssStartMiB: number;
@@ -116,6 +120,7 @@ function settingsOf(ctx: ScenarioContext): Settings {
     maxRequestSize,
     serverArgs: ((v["server-args"] as string | undefined) ?? "").split(/\s+/).filter((a) => a !== ""),
     rampSec: whole("ramp", 3, 0),
+    pace: fraction(v.pace as string | undefined),
     rssBoundMiB: whole("rss-bound", 512),
     attack: {
       model: MODEL,
@@ -133,6 +138,13 @@ function settingsOf(ctx: ScenarioContext): Settings {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function fraction(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const x = Number(raw);
+  if (!(x > 0 && x <= 1)) throw new Error(`--pace must be a fraction in (0, 1], not '${raw}'`);
+  return x;
+}
 
 /** Starts the attackers' process; resolves once its attacks have started. */
 async function startAttackers(root: string, settings: AttackSettings): Promise<{ pid: number; stop(): Promise<AttackStats[]> }> {
@@ -219,6 +231,19 @@ async function measure(ctx: ScenarioContext, s: Settings): Promise<Outcome> {
     log(`warming up for ${common.warmupSec} s: REST at ${s.connections} connections, gRPC at ${s.streams} streams`);
     open("between");
     await sleep(common.warmupSec * 1000);
+    let paced: Outcome["paced"];
+    if (s.pace !== undefined) {
+      // A window alone as fast as answered, then the clients at a share of it for the whole run.
+      const close = open("between");
+      await sleep(common.durationSec * 1000);
+      const w = close(0);
+      paced = { rest: Math.round(s.pace * w.rest.requestsPerSec), grpc: Math.round(s.pace * w.grpc.requestsPerSec) };
+      loads.rest.pace(paced.rest);
+      loads.grpc.pace(paced.grpc);
+      log(`alone as fast as answered: REST ${fmtInt(w.rest.requestsPerSec)} req/s, gRPC ${fmtInt(w.grpc.requestsPerSec)}; from now on paced at ${s.pace} of it: ${paced.rest} and ${paced.grpc} req/s`);
+      open("between");
+      await sleep(1000);
+    }
     try {
       for (let round = 1; round <= common.rounds && alive(); round++) {
         for (const p of alternate<Phase>(["alone", "flood"], round)) {
@@ -271,7 +296,7 @@ async function measure(ctx: ScenarioContext, s: Settings): Promise<Outcome> {
       }),
     };
     const rssEndMiB = processAlive(pid) ? treeMemory(pid).rssBytes / MiB : NaN;
-    return { settings: s, windows, rssStartMiB: Math.round(rssStartMiB), rssEndMiB: Math.round(rssEndMiB), rssPeakMiB: Math.round(Math.max(...samples.map((x) => x.rssMiB), 0)), samples, died, afterwards, command: server.command };
+    return { settings: s, paced, windows, rssStartMiB: Math.round(rssStartMiB), rssEndMiB: Math.round(rssEndMiB), rssPeakMiB: Math.round(Math.max(...samples.map((x) => x.rssMiB), 0)), samples, died, afterwards, command: server.command };
   } finally {
     await server?.stop();
     repo.remove();
@@ -326,7 +351,8 @@ function report(ctx: ScenarioContext, o: Outcome): void {
     ...reportHeader("flood: normal clients beside attackers at the server's limits", provenance),
     "",
     `Server: \`shoal serve\`, an echo model (batches of up to 16, 2 ms), 1 worker thread, REST and gRPC; --max-connections ${s.maxConnections} (each port), --headers-timeout ${s.headersTimeoutMs}, --request-timeout ${s.requestTimeoutMs}, --max-request-size ${s.maxRequestSize}${s.serverArgs.length > 0 ? `, ${s.serverArgs.join(" ")}` : ""}. ` +
-      `Normal clients, all the time: REST V2 JSON inference (16 FP32) at ${s.connections} kept-alive connections, gRPC ModelInfer (raw contents) at ${s.streams} concurrent calls on one channel. ` +
+      `Normal clients, all the time: REST V2 JSON inference (16 FP32) at ${s.connections} kept-alive connections, gRPC ModelInfer (raw contents) at ${s.streams} concurrent calls on one channel` +
+      (o.paced === undefined ? ", each as fast as it is answered. " : `, paced at ${s.pace} of what they reached alone in a window before the rounds: ${o.paced.rest} and ${o.paced.grpc} req/s. `) +
       `Each round measures them ${ctx.common.durationSec} s alone and ${ctx.common.durationSec} s under flood (after a ${s.rampSec} s ramp; RSS counts from the attackers' start), in alternating order; ${ctx.common.rounds} round(s).`,
     "",
     `Attacks (slots): ${attackNames.map((n) => `${n} ${s.attack.sizes[n]}`).join(", ") || "none"}; a slot the server ends is opened again after ${s.attack.reopenMs} ms; slow clients send a byte every ${s.attack.dripMs} ms (a slow body declares ${s.attack.slowBodyBytes} bytes); ` +
@@ -370,7 +396,7 @@ export const scenario: Scenario = {
   name: "flood",
   summary: "Normal REST and gRPC clients alone and beside attackers at the server's limits (idle connections, slowloris, header-only gRPC calls, non-reading streams, gzip bombs); throughput ratio, p99, errors, RSS peak, survival.",
   options: Object.fromEntries(
-    ["connections", "streams", "max-connections", "headers-timeout", "request-timeout", "max-request-size", "server-args", "attacks", ...ATTACKS, "streams-per-connection", "stream-requests", "stream-kb", "gzip-every", "reopen-ms", "drip-ms", "ramp", "rss-bound"].map((name) => [name, { type: "string" as const }]),
+    ["connections", "streams", "max-connections", "headers-timeout", "request-timeout", "max-request-size", "server-args", "attacks", ...ATTACKS, "streams-per-connection", "stream-requests", "stream-kb", "gzip-every", "reopen-ms", "drip-ms", "ramp", "pace", "rss-bound"].map((name) => [name, { type: "string" as const }]),
   ),
   help: {
     "connections <n>": "concurrent requests of the normal REST client, on kept-alive connections (default 8)",
@@ -396,6 +422,7 @@ export const scenario: Scenario = {
     "reopen-ms <ms>": "a slot the server ends is opened again after this long (default 100)",
     "drip-ms <ms>": "a slow client sends one byte this often (default 500)",
     "ramp <s>": "seconds between the attackers' start and the flood window (default 3)",
+    "pace <fraction>": "pace the normal clients at this share of what they reach alone, measured before the rounds (default: as fast as answered)",
     "rss-bound <MiB>": "the server's RSS (all its processes) must stay under this (default 512)",
   },
   run,

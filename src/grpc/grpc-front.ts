@@ -70,6 +70,8 @@ export class GrpcFront implements Door {
       "grpc.max_connection_idle_ms": config.grpcIdleTimeoutMs,
       "grpc.keepalive_time_ms": config.grpcKeepAliveTimeMs,
       "grpc.keepalive_timeout_ms": config.grpcKeepAliveTimeoutMs,
+      // Nothing reads channelz here, and grpc-js counts every call and message for it.
+      "grpc.enable_channelz": 0,
       interceptors: [this.#answers.interceptor, this.#arrivals.interceptor],
     });
     const { plane } = core;
