@@ -5,7 +5,7 @@
  * their own (protobuf reads a message's fields in any order), straight into the frame. A frame
  * leaves its first {@link PREFIX} bytes (compressed flag and length) for the sender to fill.
  */
-import type { InferResponseMessage } from "./tensors.js";
+import type { InferResponseMessage } from "./messages.js";
 
 /** A message's serializer, as a method definition has it. */
 export type Serialize = (value: unknown) => Buffer;

@@ -7,10 +7,7 @@
 import type { Http2Server, ServerHttp2Session } from "node:http2";
 import type { Socket } from "node:net";
 import { Server as GrpcServer, ServerCredentials, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData, type ServerUnaryCall } from "@grpc/grpc-js";
-import { loadSync, type PackageDefinition } from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
-import { protoPath as healthProto } from "grpc-health-check";
-import { fileURLToPath } from "node:url";
 import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -22,22 +19,17 @@ import { PREFIX } from "./frames.js";
 import { modelConfig } from "./model-config.js";
 import { tolerant, Undecodable } from "./decode.js";
 import { GrpcInference } from "./inference.js";
+import { loadProtos } from "./protos.js";
 import { grpcError } from "./status.js";
 import type { Door, ServingCore } from "../serving/core.js";
 import { SERVER_METADATA } from "../serving/data-plane.js";
 import { RouteModel } from "../serving/route-model.js";
 
-/** The folder of the `.proto` files, shipped in the package. */
-export const PROTO_DIR = fileURLToPath(new URL("../../proto/", import.meta.url));
 /** The V2 service's full name, also its name for health checking. */
 export const SERVICE = "inference.GRPCInferenceService";
 // How often health checking looks at readiness, for Watch calls.
 const HEALTH_POLL_MS = 1000;
 
-/** The `.proto` files loaded as messages are handed to the handlers: field names as written, 64-bit integers as strings, every field present. */
-export function loadProtos(): PackageDefinition {
-  return loadSync(["grpc_service.proto", healthProto], { includeDirs: [PROTO_DIR], keepCase: true, longs: String, enums: String, defaults: true, arrays: true, objects: true, oneofs: true });
-}
 
 type Unary = (call: ServerUnaryCall<any, unknown>) => unknown;
 

@@ -14,7 +14,8 @@ import { arrivalOf, takeArrived } from "./call-arrival.js";
 import { Undecodable } from "./decode.js";
 import { grpcError } from "./status.js";
 import { HEADER_LENGTH } from "../v2/binary.js";
-import { requestBody, responseMessage, type InferRequestMessage, type InferResponseMessage } from "./tensors.js";
+import type { InferResponseMessage } from "./messages.js";
+import { requestBody, responseMessage, type InferRequestMessage } from "./tensors.js";
 import { requestIdOf } from "../serving/request-id.js";
 
 /** Where one request's outcome goes: a unary call's callback, or a stream's next message. */
