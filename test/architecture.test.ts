@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
+import { builtinModules } from "node:module";
 import { join, posix, relative, sep } from "node:path";
 import { describe, test } from "node:test";
 import ts from "typescript";
@@ -22,6 +23,9 @@ const SRC = join(ROOT, "src");
  */
 const LAYERS: readonly (readonly string[])[] = [
   ["cli/", "index.ts"],
+  // `shoal/client/grpc` and `shoal/client`: a client of the server, sharing only its pure pieces (CLIENT_SHARES).
+  ["client/grpc/"],
+  ["client/"],
   // The composition root: the Server façade, the assembly, the runtime's choice, signals.
   ["app/"],
   // The doors: the dialects spoken over HTTP, and gRPC.
@@ -68,6 +72,20 @@ const NEVER: ReadonlyMap<string, readonly string[]> = new Map([
   ["http/node/", ["http/bun/", "http/fetch/"]],
   ["http/bun/", ["http/node/"]],
 ]);
+
+/**
+ * What the client may import of the rest of src/, each of its units: the tensor core, the V2
+ * codec and the error table its codec throws from; its gRPC side also its HTTP side, and the
+ * gRPC door's `.proto` loading and messages. Nothing that serves.
+ */
+const CLIENT_SHARES: ReadonlyMap<string, RegExp> = new Map([
+  ["client/", /^(v2\/|tensor\/|errors\.ts$|limits\.ts$)/],
+  ["client/grpc/", /^(client\/|v2\/|tensor\/|errors\.ts$|limits\.ts$|grpc\/(protos|messages)\.ts$)/],
+]);
+
+/** The entry of the client's HTTP side, which runs in browsers: nothing it reaches imports a built-in module of Node.js or gRPC. */
+const BROWSER_ENTRY = "client/index.ts";
+const NOT_IN_BROWSERS = (name: string) => name.startsWith("node:") || builtinModules.includes(name) || /^@grpc\/|^grpc-/.test(name);
 
 /** Modules a unit of the serving core never imports: it speaks no transport. */
 const TRANSPORTS = /^(node:)?(http|http2|https|net)$|^@grpc\//;
@@ -222,6 +240,25 @@ describe("the architecture of src/", () => {
   test("siblings that must not know each other never import each other", () => {
     const crossing = edges.filter(({ from, to }) => NEVER.get(unitOf(from))?.includes(unitOf(to)) === true);
     assert.deepEqual(crossing.map(describeImport), []);
+  });
+
+  test("the client imports nothing of the server but the pieces it shares", () => {
+    const taken = edges.filter(({ from, to }) => {
+      const shares = CLIENT_SHARES.get(unitOf(from));
+      return shares !== undefined && !shares.test(to);
+    });
+    assert.deepEqual(taken.map(describeImport), []);
+  });
+
+  test("the client's HTTP side reaches no module of Node.js nor gRPC, so that it runs in browsers", () => {
+    const reached = new Set([BROWSER_ENTRY]);
+    for (const queue = [BROWSER_ENTRY]; queue.length > 0; ) {
+      const file = queue.shift()!;
+      for (const { to } of all.filter((edge) => edge.from === file)) if (!reached.has(to)) queue.push(to), reached.add(to);
+    }
+    assert.ok(reached.size > 5, `the client's entry ${BROWSER_ENTRY} reaches its files`);
+    const found = packages([...reached]).filter(({ name }) => NOT_IN_BROWSERS(name));
+    assert.deepEqual(found.map(({ from, name }) => `src/${from} → ${name}`), []);
   });
 
   test("the serving core imports no transport", () => {
