@@ -9,7 +9,8 @@ import { createRequire } from "node:module";
 import { deflateSync } from "node:zlib";
 import { after, before, describe, test } from "node:test";
 import sharp from "sharp";
-import { assertError, post, send, startServer, type ServerProcess } from "./helpers.js";
+import { Client, outputOf, textOf } from "shoal/client";
+import { assertError, send, startServer, type ServerProcess } from "./helpers.js";
 import { batchSizes } from "./onnx-helpers.js";
 
 const CAT = readFileSync(createRequire(import.meta.url).resolve("deeplearn-squeezenet/cat.jpg"));
@@ -125,20 +126,23 @@ describe("examples/image-classification/server.ts", () => {
 
   test("the V2 model takes UINT8 RGB or normalised FP32 tensors", async () => {
     const rgb = await sharp(CAT).resize(256, 256, { fit: "cover" }).extract({ left: 16, top: 16, width: 224, height: 224 }).removeAlpha().raw().toBuffer();
-    const url = `${server.url}/v2/models/efficientnet-lite0/infer`;
-    const bytes = await post(url, { inputs: [{ name: "image", datatype: "UINT8", shape: [1, 224, 224, 3], data: [...rgb] }] });
-    assert.equal(bytes.status, 200, bytes.text);
-    const [probs, label] = bytes.json.outputs;
-    assert.deepEqual([probs.name, probs.shape, label.name, label.data], ["probs", [1, 1000], "label", ["tabby, tabby cat"]]);
-    // The same pixels normalised by the client, in binary tensor data: the same probabilities.
+    const client = new Client(server.url);
+    const model = "efficientnet-lite0";
+    const bytes = await client.v2.infer(model, { inputs: [{ name: "image", data: new Uint8Array(rgb.buffer, rgb.byteOffset, rgb.byteLength), shape: [1, 224, 224, 3] }] });
+    assert.deepEqual(bytes.outputs.map((o) => o.name), ["probs", "label"]);
+    assert.deepEqual(outputOf(bytes, "probs").shape, [1, 1000]);
+    assert.deepEqual(textOf(outputOf(bytes, "label")), ["tabby, tabby cat"]);
+    // The same pixels normalised by the client, in binary tensor data: the same label.
     const mean = [0.485, 0.456, 0.406];
     const std = [0.229, 0.224, 0.225];
     const planar = new Float32Array(3 * 224 * 224);
     for (let i = 0; i < 224 * 224; i++) for (let c = 0; c < 3; c++) planar[c * 224 * 224 + i] = (rgb[i * 3 + c]! / 255 - mean[c]!) / std[c]!;
-    const header = Buffer.from(JSON.stringify({ inputs: [{ name: "image", datatype: "FP32", shape: [1, 3, 224, 224], parameters: { binary_data_size: planar.byteLength } }], outputs: [{ name: "label" }] }));
-    const floats = await send(url, { method: "POST", body: Buffer.concat([header, Buffer.from(planar.buffer)]), headers: { "inference-header-content-length": String(header.byteLength) } });
-    assert.equal(floats.status, 200, floats.text);
-    assert.deepEqual(floats.json.outputs.map((o: { name: string; data: unknown }) => [o.name, o.data]), [["label", ["tabby, tabby cat"]]]);
-    assertError(await post(url, { inputs: [{ name: "image", datatype: "FP32", shape: [1, 224, 224, 3], data: new Array(150528).fill(0) }] }), 400, "bad request: input 'image' must be FP32 [N, 3, 224, 224] (normalised) or UINT8 [N, 224, 224, 3] (RGB); got FP32 [1, 224, 224, 3]");
+    const floats = await client.v2.infer(model, { inputs: [{ name: "image", data: planar, shape: [1, 3, 224, 224] }], outputs: ["label"] }, { binary: { inputs: true } });
+    assert.deepEqual(floats.outputs.map((o) => [o.name, textOf(o)]), [["label", ["tabby, tabby cat"]]]);
+    await assert.rejects(client.v2.infer(model, { inputs: [{ name: "image", data: new Float32Array(150528), shape: [1, 224, 224, 3] }] }), {
+      name: "HttpError",
+      status: 400,
+      message: "bad request: input 'image' must be FP32 [N, 3, 224, 224] (normalised) or UINT8 [N, 224, 224, 3] (RGB); got FP32 [1, 224, 224, 3]",
+    });
   });
 });

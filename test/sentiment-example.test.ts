@@ -8,9 +8,10 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { Client, HttpError, outputOf, textOf } from "shoal/client";
 import { runsByWordCount } from "../examples/sentiment/classify.js";
 import { SENTENCES } from "./fixtures/sentences.js";
-import { assertError, post, send, startServer, waitFor, type ServerProcess } from "./helpers.js";
+import { assertError, post, startServer, waitFor, type ServerProcess } from "./helpers.js";
 import { batchSizes } from "./onnx-helpers.js";
 
 const dracula = createRequire(import.meta.url)("dracula-sentiment") as { score(text: string): number[]; analyze(text: string): string };
@@ -93,25 +94,30 @@ describe("examples/sentiment/server.ts", () => {
   });
 
   test("the V2 model takes BYTES texts and gives a label and a score for each", async () => {
-    const metadata = (await send(`${server.url}/v2/models/sentiment`)).json;
+    const client = new Client(server.url);
+    const metadata = await client.v2.modelMetadata("sentiment");
     assert.deepEqual(metadata.inputs, [{ name: "text", datatype: "BYTES", shape: [-1] }]);
     const texts = SENTENCES.map(([s]) => s);
-    const reply = await post(`${server.url}/v2/models/sentiment/infer`, { inputs: [{ name: "text", datatype: "BYTES", shape: [texts.length], data: texts }] });
-    assert.equal(reply.status, 200, reply.text);
-    const [label, score] = reply.json.outputs as { name: string; datatype: string; shape: number[]; data: (string | number)[] }[];
-    assert.deepEqual([label!.name, label!.datatype, label!.shape], ["label", "BYTES", [texts.length]]);
-    assert.deepEqual([score!.name, score!.datatype, score!.shape], ["score", "FP32", [texts.length]]);
+    const response = await client.v2.infer("sentiment", { inputs: [{ name: "text", data: texts }] });
+    const [label, score] = [outputOf(response, "label"), outputOf(response, "score")];
+    assert.deepEqual([label.datatype, label.shape], ["BYTES", [texts.length]]);
+    assert.deepEqual([score.datatype, score.shape], ["FP32", [texts.length]]);
+    assert.deepEqual(response.outputs.map((o) => o.name), ["label", "score"]);
     texts.forEach((text, i) => {
-      assert.equal(label!.data[i], SENTENCES[i]![1], text);
-      assert.ok(Math.abs((score!.data[i] as number) - expected(text).score) < 1e-5, text);
+      assert.equal(textOf(label)[i], SENTENCES[i]![1], text);
+      assert.ok(Math.abs((score.data[i] as number) - expected(text).score) < 1e-5, text);
     });
   });
 
   test("a V2 request with an empty text fails alone, naming the element", async () => {
-    const infer = (data: string[]) => post(`${server.url}/v2/models/sentiment/infer`, { inputs: [{ name: "text", datatype: "BYTES", shape: [data.length], data }] });
-    const [bad, good] = await Promise.all([infer(["What a great day", " "]), infer(["terror"])]);
-    assertError(bad, 400, "bad request: input 'text': element 1 must hold at least one word");
-    assert.equal(good.status, 200, good.text);
-    assert.deepEqual(good.json.outputs[0].data, ["negative"]);
+    const client = new Client(server.url);
+    const infer = (data: string[]) => client.v2.infer("sentiment", { inputs: [{ name: "text", data }] });
+    const [bad, good] = await Promise.allSettled([infer(["What a great day", " "]), infer(["terror"])]);
+    assert.equal(bad.status, "rejected");
+    assert.ok(bad.reason instanceof HttpError);
+    assert.equal(bad.reason.status, 400);
+    assert.equal(bad.reason.message, "bad request: input 'text': element 1 must hold at least one word");
+    assert.equal(good.status, "fulfilled");
+    assert.deepEqual(textOf(outputOf(good.value, "label")), ["negative"]);
   });
 });
