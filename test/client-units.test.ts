@@ -9,6 +9,7 @@ import { describe, test } from "node:test";
 import { build } from "esbuild";
 import { ProtocolError, StreamError } from "../src/client/errors.js";
 import { jsonChunks, serverSentEvents } from "../src/client/streams.js";
+import { inferRequestMessage, inferResponse } from "../src/client/grpc/infer-messages.js";
 import { toTensor } from "../src/client/tensors.js";
 import { ROOT } from "./helpers.js";
 
@@ -66,6 +67,49 @@ describe("the client's tensors", () => {
     assert.deepEqual(toTensor({ name: "s", data: ["hé"] }).data, [new TextEncoder().encode("hé")]);
     assert.throws(() => toTensor({ name: "x", data: [1, 2] }), /give its datatype/);
     assert.throws(() => toTensor({ name: "x", datatype: "FP32", data: Int32Array.of(1) }), /give a Float32Array, not a Int32Array/);
+  });
+});
+
+describe("the gRPC client's messages", () => {
+  const contents = { bool_contents: [], int_contents: [], int64_contents: [], uint_contents: [], uint64_contents: [], fp32_contents: [], fp64_contents: [], bytes_contents: [] };
+  const output = (name: string, datatype: string, shape: string[], typed: Partial<typeof contents> | null) => ({ name, datatype, shape, parameters: {}, contents: typed === null ? null : { ...contents, ...typed } });
+
+  test("outputs in typed contents, as servers that answer so send them, read as typed arrays", () => {
+    const response = inferResponse({
+      model_name: "m",
+      model_version: "",
+      id: "",
+      parameters: { note: { parameter_choice: "string_param", string_param: "hi" } },
+      outputs: [output("y", "FP32", ["2"], { fp32_contents: [1.5, -2] }), output("n", "INT64", ["1"], { int64_contents: ["-9007199254740993"] }), output("s", "BYTES", ["1"], { bytes_contents: [new TextEncoder().encode("ok")] }), output("b", "BOOL", ["2"], { bool_contents: [true, false] })],
+      raw_output_contents: [],
+    });
+    assert.deepEqual(response, {
+      model_name: "m",
+      parameters: { note: "hi" },
+      outputs: [
+        { name: "y", datatype: "FP32", shape: [2], data: Float32Array.of(1.5, -2) },
+        { name: "n", datatype: "INT64", shape: [1], data: BigInt64Array.of(-9007199254740993n) },
+        { name: "s", datatype: "BYTES", shape: [1], data: [new TextEncoder().encode("ok")] },
+        { name: "b", datatype: "BOOL", shape: [2], data: Uint8Array.of(1, 0) },
+      ],
+    });
+  });
+
+  test("outputs in raw contents; a response that does not fit its outputs is a ProtocolError", () => {
+    const raw = new Uint8Array(Float32Array.of(4, 5).buffer);
+    const response = inferResponse({ model_name: "m", model_version: "1", id: "r", parameters: {}, outputs: [output("y", "FP32", ["2"], null)], raw_output_contents: [raw] });
+    assert.deepEqual(response.outputs[0]!.data, Float32Array.of(4, 5));
+    assert.equal(response.model_version, "1");
+    assert.throws(() => inferResponse({ model_name: "m", model_version: "", id: "", parameters: {}, outputs: [output("y", "FP32", ["3"], null)], raw_output_contents: [raw] }), ProtocolError);
+    assert.throws(() => inferResponse({ model_name: "m", model_version: "", id: "", parameters: {}, outputs: [output("y", "FP99", ["1"], null)], raw_output_contents: [raw] }), ProtocolError);
+  });
+
+  test("inputs go as raw contents viewing the typed arrays' bytes", () => {
+    const data = Float32Array.of(1, 2);
+    const message = inferRequestMessage("m", "", { id: "q", parameters: { k: 3 }, inputs: [{ name: "x", datatype: "FP32", shape: [2], data }], outputs: [{ name: "y" }] });
+    assert.equal(message.raw_input_contents[0]!.buffer, data.buffer);
+    assert.deepEqual(message.parameters, { k: { int64_param: "3" } });
+    assert.deepEqual(message.outputs, [{ name: "y", parameters: {} }]);
   });
 });
 

@@ -1,0 +1,88 @@
+/**
+ * `shoal/client` and `shoal/client/grpc` against a V2 server that is not Shoal: MLServer 1.7 from
+ * PyPI, from the benchmarks' venv (bench/.venv), serving test/fixtures/mlserver. Skipped, saying
+ * so, when that venv has no MLServer.
+ */
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { Client, HttpError, outputOf, textOf } from "shoal/client";
+import { GrpcClient, GrpcError } from "shoal/client/grpc";
+import { venvBin } from "../bench/lib/peers.js";
+import { freePort } from "./grpc-helpers.js";
+import { fixture, ROOT, waitFor } from "./helpers.js";
+
+const MLSERVER = venvBin(ROOT, "mlserver");
+const SKIP = existsSync(MLSERVER) ? false : `MLServer is not in bench/.venv: the benchmarks make that venv (bench/lib/peers.ts, ensurePeers), and this test uses it`;
+
+describe("the client against MLServer", { skip: SKIP }, () => {
+  let proc: ChildProcess;
+  let output = "";
+  let client: Client;
+  let grpc: GrpcClient;
+  const metrics = mkdtempSync(join(tmpdir(), "shoal-mlserver-"));
+
+  before(async () => {
+    const [http, grpcPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+    proc = spawn(MLSERVER, ["start", fixture("mlserver")], {
+      env: { ...process.env, MLSERVER_HOST: "127.0.0.1", MLSERVER_HTTP_PORT: String(http), MLSERVER_GRPC_PORT: String(grpcPort), MLSERVER_METRICS_PORT: String(metricsPort), MLSERVER_METRICS_DIR: metrics },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    proc.stdout!.on("data", (chunk: Buffer) => (output += chunk));
+    proc.stderr!.on("data", (chunk: Buffer) => (output += chunk));
+    client = new Client(`http://127.0.0.1:${http}`);
+    grpc = new GrpcClient(`127.0.0.1:${grpcPort}`);
+    try {
+      await waitFor("MLServer ready", () => client.v2.modelReady("double").catch(() => false).then((ready) => (ready ? true : undefined)), 120_000);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${output}`);
+    }
+  });
+  after(() => {
+    grpc?.close();
+    proc?.kill("SIGKILL");
+    rmSync(metrics, { recursive: true, force: true });
+  });
+
+  test("REST: health, metadata, inference with JSON tensors, errors", async () => {
+    assert.equal(await client.v2.live(), true);
+    assert.equal(await client.v2.ready(), true);
+    assert.equal(await client.v2.modelReady("nope"), false);
+    assert.equal((await client.v2.serverMetadata()).name, "mlserver");
+    const meta = await client.v2.modelMetadata("double");
+    assert.deepEqual(meta.inputs, [{ name: "x", datatype: "FP32", shape: [-1] }]);
+    const response = await client.v2.infer("double", { id: "m1", inputs: [{ name: "x", data: Float32Array.of(1, 2.5) }, { name: "text", data: ["fish"] }] });
+    assert.equal(response.model_name, "double");
+    const y = outputOf(response, "y");
+    assert.ok(y.data instanceof Float32Array);
+    assert.deepEqual([...y.data], [2, 5]);
+    assert.deepEqual(textOf(outputOf(response, "upper")), ["FISH"]);
+    await assert.rejects(client.v2.infer("nope", { inputs: [{ name: "x", data: Float32Array.of(1) }] }), (err: unknown) => err instanceof HttpError && err.status === 404 && /nope/.test(err.message));
+  });
+
+  test("REST: the repository index, unload and load", async () => {
+    const index = await client.v2.repositoryIndex();
+    assert.deepEqual(index.map((e) => [e.name, e.state]), [["double", "READY"]]);
+    await client.v2.unload("double");
+    assert.equal(await client.v2.modelReady("double"), false);
+    await client.v2.load("double");
+    assert.equal(await client.v2.modelReady("double"), true);
+  });
+
+  test("gRPC: health, metadata, inference (its outputs in typed contents or raw), errors", async () => {
+    assert.equal(await grpc.live(), true);
+    assert.equal(await grpc.ready(), true);
+    assert.equal(await grpc.modelReady("double"), true);
+    assert.equal((await grpc.serverMetadata()).name, "mlserver");
+    assert.deepEqual((await grpc.modelMetadata("double")).outputs, [{ name: "y", datatype: "FP32", shape: [-1] }]);
+    const response = await grpc.infer("double", { id: "g1", inputs: [{ name: "x", data: Float32Array.of(3, -1) }, { name: "text", data: ["chips"] }] });
+    const y = outputOf(response, "y");
+    assert.ok(y.data instanceof Float32Array);
+    assert.deepEqual([...y.data], [6, -2]);
+    assert.deepEqual(textOf(outputOf(response, "upper")), ["CHIPS"]);
+    await assert.rejects(grpc.infer("nope", { inputs: [{ name: "x", data: Float32Array.of(1) }] }), (err: unknown) => err instanceof GrpcError && /nope/.test(err.details));
+  });
+});
