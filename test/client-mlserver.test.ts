@@ -61,6 +61,8 @@ describe("the client against MLServer", { skip: SKIP }, () => {
     assert.deepEqual([...y.data], [2, 5]);
     assert.deepEqual(textOf(outputOf(response, "upper")), ["FISH"]);
     await assert.rejects(client.v2.infer("nope", { inputs: [{ name: "x", data: Float32Array.of(1) }] }), (err: unknown) => err instanceof HttpError && err.status === 404 && /nope/.test(err.message));
+    // An extension MLServer does not have: FastAPI's `{"detail": ...}` is the message.
+    await assert.rejects(client.v2.statistics("double"), { name: "HttpError", status: 404, message: "Not Found" });
   });
 
   test("REST: the repository index, unload and load", async () => {

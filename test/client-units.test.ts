@@ -10,6 +10,7 @@ import { build } from "esbuild";
 import { ProtocolError, StreamError } from "../src/client/errors.js";
 import { jsonChunks, serverSentEvents } from "../src/client/streams.js";
 import { inferRequestMessage, inferResponse } from "../src/client/grpc/infer-messages.js";
+import type { ContentsMessage } from "../src/grpc/messages.js";
 import { toTensor } from "../src/client/tensors.js";
 import { ROOT } from "./helpers.js";
 
@@ -71,8 +72,8 @@ describe("the client's tensors", () => {
 });
 
 describe("the gRPC client's messages", () => {
-  const contents = { bool_contents: [], int_contents: [], int64_contents: [], uint_contents: [], uint64_contents: [], fp32_contents: [], fp64_contents: [], bytes_contents: [] };
-  const output = (name: string, datatype: string, shape: string[], typed: Partial<typeof contents> | null) => ({ name, datatype, shape, parameters: {}, contents: typed === null ? null : { ...contents, ...typed } });
+  const contents: ContentsMessage = { bool_contents: [], int_contents: [], int64_contents: [], uint_contents: [], uint64_contents: [], fp32_contents: [], fp64_contents: [], bytes_contents: [] };
+  const output = (name: string, datatype: string, shape: string[], typed: Partial<ContentsMessage> | null) => ({ name, datatype, shape, parameters: {}, contents: typed === null ? null : { ...contents, ...typed } });
 
   test("outputs in typed contents, as servers that answer so send them, read as typed arrays", () => {
     const response = inferResponse({

@@ -5,8 +5,8 @@
 
 /**
  * An HTTP answer that is not a success: its status and the server's message, which V2 servers
- * (Shoal, Triton, MLServer, KServe) send as `{"error": "..."}`; else the body's text, or the
- * status text.
+ * (Shoal, Triton, MLServer, KServe) send as `{"error": "..."}` (FastAPI's, as MLServer's unknown
+ * paths, as `{"detail": "..."}`); else the body's text, or the status text.
  */
 export class HttpError extends Error {
   override readonly name = "HttpError";
@@ -31,7 +31,8 @@ export class HttpError extends Error {
     } catch {
       // Not JSON: the text is the message.
     }
-    const said = typeof body === "object" && body !== null && typeof (body as { error?: unknown }).error === "string" ? (body as { error: string }).error : text.trim();
+    const fields = typeof body === "object" && body !== null ? (body as { error?: unknown; detail?: unknown }) : {};
+    const said = typeof fields.error === "string" ? fields.error : typeof fields.detail === "string" ? fields.detail : text.trim();
     return new HttpError(status, said === "" ? `${status} ${statusText}`.trim() : said, body, headers);
   }
 }
