@@ -3,6 +3,9 @@
  * reason when a call is cancelled or its deadline passes: `AbortError`, `TimeoutError`).
  */
 
+// The most of an answer's text that becomes a message (a proxy's HTML page can be long).
+const MAX_MESSAGE = 1000;
+
 /**
  * An HTTP answer that is not a success: its status and the server's message, which V2 servers
  * (Shoal, Triton, MLServer, KServe) send as `{"error": "..."}` (FastAPI's, as MLServer's unknown
@@ -32,7 +35,7 @@ export class HttpError extends Error {
       // Not JSON: the text is the message.
     }
     const fields = typeof body === "object" && body !== null ? (body as { error?: unknown; detail?: unknown }) : {};
-    const said = typeof fields.error === "string" ? fields.error : typeof fields.detail === "string" ? fields.detail : text.trim();
+    const said = typeof fields.error === "string" ? fields.error : typeof fields.detail === "string" ? fields.detail : text.trim().slice(0, MAX_MESSAGE);
     return new HttpError(status, said === "" ? `${status} ${statusText}`.trim() : said, body, headers);
   }
 }

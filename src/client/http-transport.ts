@@ -6,6 +6,7 @@
  */
 import { HttpError } from "./errors.js";
 import { retryDelay, retryPolicy, type RetryOptions } from "./retry.js";
+import { sleep } from "./sleep.js";
 
 /** Options of a client, for all its calls. */
 export interface ClientOptions {
@@ -102,19 +103,4 @@ export function jsonBody(value: unknown): Pick<HttpCall, "body" | "headers"> {
 async function compress(body: Uint8Array | string, encoding: "gzip" | "deflate"): Promise<Uint8Array> {
   const stream = new Blob([body as Uint8Array<ArrayBuffer> | string]).stream().pipeThrough(new CompressionStream(encoding));
   return new Uint8Array(await new Response(stream).arrayBuffer());
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }

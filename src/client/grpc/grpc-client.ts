@@ -8,6 +8,7 @@ import type { InferResponseMessage } from "../../grpc/messages.js";
 import { loadProtos } from "../../grpc/protos.js";
 import type { TensorMetadata, V2InferenceResponse } from "../../v2/types.js";
 import { retryDelay, retryPolicy, type RetryOptions } from "../retry.js";
+import { sleep } from "../sleep.js";
 import { toRequest, type InferInput } from "../tensors.js";
 import type { ModelMetadata, ModelStatistics, RepositoryEntry, ServerMetadata } from "../v2-types.js";
 import { GrpcError, RETRY_STATUS } from "./grpc-error.js";
@@ -161,8 +162,7 @@ export class GrpcClient {
         const status = err instanceof GrpcError ? RETRY_STATUS.get(err.code) : undefined;
         const delay = status === undefined ? undefined : retryDelay(policy, { attempt, status, now: Date.now(), deadline });
         if (delay === undefined) throw err;
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        options.signal?.throwIfAborted();
+        await sleep(delay, options.signal);
       }
     }
   }
