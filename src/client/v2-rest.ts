@@ -132,7 +132,7 @@ export class V2Rest {
 }
 
 /** `/v2/models/{model}[/versions/{version}]`, each segment escaped. */
-export function modelPath(model: string, version: string | undefined): string {
+function modelPath(model: string, version: string | undefined): string {
   return `/v2/models/${encodeURIComponent(model)}${version === undefined ? "" : `/versions/${encodeURIComponent(version)}`}`;
 }
 
