@@ -2,7 +2,7 @@ import type { ServiceDefinition } from "@grpc/grpc-js";
 import { ShoalError } from "../errors.js";
 import type { RequestLimits } from "../limits.js";
 import { checkInferRequest } from "./check-infer-request.js";
-import { PREFIX } from "./frames.js";
+import { PREFIX } from "./message-frames.js";
 import { MESSAGE_BUFFER, MESSAGE_BYTES } from "./message-buffer.js";
 
 export { MESSAGE_BUFFER };

@@ -15,7 +15,7 @@ import { GrpcAnswers } from "./answers.js";
 import { Arrivals } from "./arrivals.js";
 import { guardConnections } from "./connection-guard.js";
 import { HealthService } from "./health-service.js";
-import { PREFIX } from "./frames.js";
+import { PREFIX } from "./message-frames.js";
 import { modelConfig } from "./model-config.js";
 import { tolerant, Undecodable } from "./decode.js";
 import { GrpcInference } from "./inference.js";

@@ -1,4 +1,5 @@
-import { PREFIX } from "./frames.js";
+/** The bytes before a message in its gRPC frame: the compressed flag, then the length. */
+export const PREFIX = 5;
 
 /**
  * Where the messages of one gRPC request stream end: each is a {@link PREFIX}-byte prefix (a compressed flag
