@@ -35,6 +35,8 @@ export interface Contender {
   body: string;
   lua?: string;
   wrkEnv?: Record<string, string>;
+  /** wrk's timeout per request (default 5 s): a request not answered by then counts as a socket timeout. */
+  wrkTimeoutSec?: number;
   /** A Prometheus histogram of batch sizes on GET /metrics (same port): the mean batch per point is recorded. */
   batchMetric?: string;
   /** Only the histogram's series whose labels contain this text, e.g. one stage's (default all). */
@@ -246,6 +248,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
         script: c.lua ?? join("bench", "lua", "post-json.lua"),
         cwd: root,
         env: { WRK_BODY: c.body, ...c.wrkEnv },
+        timeoutSec: c.wrkTimeoutSec,
         cpus: layout.wrk,
       });
       const cpuUsPerRequest = ((treeCpuSeconds(server.pid) - cpu0) / r.requests) * 1e6;

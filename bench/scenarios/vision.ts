@@ -70,13 +70,13 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const peerEnv = (threads: number) => ({ BENCH_MODEL: model, BENCH_LABELS: labels, BENCH_PREP_NUM: String(PREP_WORKERS), BENCH_NUM: String(MODEL_WORKERS), BENCH_MAX_BATCH: String(MAX_BATCH), BENCH_MAX_WAIT_MS: String(MAX_WAIT_MS), BENCH_INTRA_OP_THREADS: String(threads) });
   const staged = `a preparation stage of ${PREP_WORKERS} workers → a batched model stage of ${MODEL_WORKERS} workers × ${THREADS} intra-op thread, max batch ${MAX_BATCH}, wait ${MAX_WAIT_MS} ms`;
   const oneStep = `${MODEL_WORKERS} worker processes × ${THREADS} intra-op thread, each preparing and classifying; max batch ${MAX_BATCH}, wait ${MAX_WAIT_MS} ms`;
-  const shown = `${relative(root, catFile)} (${cat.length.toLocaleString("en-US")} bytes, 227 × 227)`;
+  const shown = `deeplearn-squeezenet/cat.jpg (${cat.length.toLocaleString("en-US")} bytes, 227 × 227)`;
   const contenders: Contender[] = [
     {
       name: "shoal",
       shoal: true,
       config: `examples/image-classification/server.ts as it is: ImagePrep (sharp) → Classifier (shoal/onnx), ${staged}; the JPEG as the body`,
-      spec: { script: "examples/image-classification/server.ts", args: ["--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json"], probe: imageProbe("/classify"), startTimeoutMs: 120_000 },
+      spec: { script: "examples/image-classification/server.ts", args: ["--port", "{port}", "--grpc-port", "0", "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json"], probe: imageProbe("/classify"), startTimeoutMs: 120_000 },
       path: "/classify",
       ...jpeg,
       batchMetric: "shoal_stage_batch_size",

@@ -9,6 +9,15 @@
  */
 import { Server } from "shoal";
 import { appendOcrPipeline, RECOGNISE_BATCH } from "../../examples/ocr/ocr-pipeline.js";
+import { Recognise } from "../../examples/ocr/recognise.js";
+import type { ReadBox, TextBox } from "../../examples/ocr/text-box.js";
+
+/** The recogniser of one box at a time: a stage of batch size 1 hands its worker the item itself, and takes its one answer back (typed as the batch's). */
+export class RecogniseEach extends Recognise {
+  override async forward(box: TextBox | TextBox[]): Promise<ReadBox[]> {
+    return Array.isArray(box) ? super.forward(box) : ((await super.forward([box]))[0] as unknown as ReadBox[]);
+  }
+}
 
 const argv = process.argv.slice(2);
 const at = argv.indexOf("--recognise-batch");
@@ -19,5 +28,5 @@ if (!Number.isInteger(recogniseBatch) || recogniseBatch < 1) {
 }
 
 const server = new Server();
-appendOcrPipeline(server, { recogniseBatch });
+appendOcrPipeline(server, recogniseBatch === 1 ? { recogniser: RecogniseEach, recogniseBatch } : { recogniseBatch });
 await server.run(argv);

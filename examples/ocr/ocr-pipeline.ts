@@ -13,10 +13,10 @@ import { Recognise } from "./recognise.js";
 /** The recogniser's largest batch of boxes by default. */
 export const RECOGNISE_BATCH = 32;
 
-/** Appends the stages of /ocr; `recogniseBatch` 1 recognises each box alone. */
-export function appendOcrPipeline(server: Server, { recogniseBatch = RECOGNISE_BATCH }: { recogniseBatch?: number } = {}): void {
+/** Appends the stages of /ocr; `recogniser` replaces the Recognise stage (a variant of it). */
+export function appendOcrPipeline(server: Server, { recogniser = Recognise, recogniseBatch = RECOGNISE_BATCH }: { recogniser?: typeof Recognise; recogniseBatch?: number } = {}): void {
   server.appendWorker(Detect, { num: 1, maxBatchSize: 4, maxWaitMs: 5, route: "/ocr", fanOut: { max: 256 } });
   server.appendWorker(Angle, { num: 1, maxBatchSize: 16, maxWaitMs: 5, route: "/ocr" });
-  server.appendWorker(Recognise, { num: 1, maxBatchSize: recogniseBatch, maxWaitMs: 5, route: "/ocr" });
+  server.appendWorker(recogniser, { num: 1, maxBatchSize: recogniseBatch, maxWaitMs: 5, route: "/ocr" });
   server.appendWorker(Lines, { num: 1, route: "/ocr", gather: true });
 }
