@@ -1,6 +1,6 @@
 /**
  * What the comparison scenarios need besides wrk: a Python venv with the peers (Mosec, MLServer,
- * onnxruntime, numpy) from PyPI under bench/.venv, generated ONNX models under bench/.cache, and the
+ * onnxruntime, numpy, and what a scenario adds, such as Pillow) from PyPI under bench/.venv, generated ONNX models under bench/.cache, and the
  * versions of everything measured.
  */
 import { spawnSync } from "node:child_process";
@@ -27,14 +27,46 @@ function refuse(lines: string[]): never {
   process.exit(2);
 }
 
+/** A package one scenario adds to the venv: its PyPI name, the module it is imported as, and whether the scenario can do without it. */
+export interface ExtraPackage {
+  pip: string;
+  module: string;
+  optional?: boolean;
+}
+
+/** What the vision scenario adds: Pillow for its peers' image preparation, and LitServe, measured when it installs. */
+export const VISION_PACKAGES: readonly ExtraPackage[] = [
+  { pip: "pillow", module: "PIL" },
+  { pip: "litserve", module: "litserve", optional: true },
+];
+
+// The packages scenarios add, so that their versions are reported when installed.
+const EXTRA_NAMES = VISION_PACKAGES.map((p) => p.pip);
+
 /**
- * Makes sure bench/.venv holds the peers, creating it and installing them from PyPI when needed;
- * exits with install instructions when python3 or its venv module is missing.
+ * Makes sure bench/.venv holds the peers and the scenario's `extras`, creating it and installing
+ * them from PyPI when needed; exits with install instructions when python3 or its venv module is
+ * missing. Returns the optional extras that would not install, each with why.
  */
-export function ensurePeers(root: string, log: (line: string) => void): void {
+export function ensurePeers(root: string, log: (line: string) => void, extras: readonly ExtraPackage[] = []): Map<string, string> {
   const python = venvBin(root, "python");
   const imports = `import ${PEER_PACKAGES.join(", ")}, uvloop; assert tuple(map(int, uvloop.__version__.split(".")[:2])) < (0, 22)`;
-  if (existsSync(python) && spawnSync(python, ["-c", imports]).status === 0) return;
+  if (!existsSync(python) || spawnSync(python, ["-c", imports]).status !== 0) createVenv(root, log);
+  const failed = new Map<string, string>();
+  for (const extra of extras) {
+    if (spawnSync(python, ["-c", `import ${extra.module}`]).status === 0) continue;
+    log(`adding ${extra.pip} to ${venvDir(root)} (from PyPI, once)`);
+    const r = spawnSync(python, ["-m", "pip", "install", "--quiet", extra.pip, ...PINS], { encoding: "utf8" });
+    if (r.status === 0 && spawnSync(python, ["-c", `import ${extra.module}`]).status === 0) continue;
+    const why = `\`pip install ${extra.pip}\` failed (exit ${r.status}): ${(r.stderr ?? "").trim().split("\n").at(-1) ?? ""}`;
+    if (extra.optional !== true) refuse([why, "is PyPI reachable?"]);
+    failed.set(extra.pip, why);
+  }
+  return failed;
+}
+
+function createVenv(root: string, log: (line: string) => void): void {
+  const python = venvBin(root, "python");
   const probe = spawnSync("python3", ["-c", "import venv, ensurepip"], { encoding: "utf8" });
   if (probe.error !== undefined || probe.status !== 0) {
     refuse([
@@ -63,7 +95,7 @@ export function peerVersions(root: string): Record<string, string> {
   if (!existsSync(python)) return {};
   const code = `import json, importlib.metadata as m, platform
 out = {"python": platform.python_version()}
-for p in ${JSON.stringify([...PEER_PACKAGES, "uvloop"])}:
+for p in ${JSON.stringify([...PEER_PACKAGES, "uvloop", ...EXTRA_NAMES])}:
     try: out[p] = m.version(p)
     except m.PackageNotFoundError: pass
 print(json.dumps(out))`;

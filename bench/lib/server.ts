@@ -26,8 +26,8 @@ export interface ServerSpec {
   cwd: string;
   env?: Record<string, string>;
   cpus?: CpuSet | undefined;
-  /** Ready when a POST of `body` to `path` answers with this status (default 200). */
-  probe: { path: string; body: string; status?: number; check?: (text: string) => string | undefined };
+  /** Ready when a POST of `body` (as `contentType`, default JSON) to `path` answers with this status (default 200). */
+  probe: { path: string; body: string | Uint8Array; contentType?: string; status?: number; check?: (text: string) => string | undefined };
   /** How long to wait for the first good answer (default 20 s). */
   startTimeoutMs?: number;
 }
@@ -123,7 +123,7 @@ export async function startServer(spec: ServerSpec): Promise<RunningServer> {
     try {
       const res = await fetch(url + spec.probe.path, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": spec.probe.contentType ?? "application/json" },
         body: spec.probe.body,
         signal: AbortSignal.timeout(1000),
       });

@@ -35,8 +35,12 @@ export interface Contender {
   body: string;
   lua?: string;
   wrkEnv?: Record<string, string>;
+  /** wrk's timeout per request (default 5 s): a request not answered by then counts as a socket timeout. */
+  wrkTimeoutSec?: number;
   /** A Prometheus histogram of batch sizes on GET /metrics (same port): the mean batch per point is recorded. */
   batchMetric?: string;
+  /** Only the histogram's series whose labels contain this text, e.g. one stage's (default all). */
+  batchLabel?: string;
   /** The server runs this checkout's Shoal: `--against` measures it from both checkouts. */
   shoal?: boolean;
   /** Where the server is started (default: the repository root). */
@@ -167,13 +171,14 @@ export function wantsPeers(s: SweepSettings, peers: readonly string[]): boolean 
   return s.servers === undefined || s.servers.some((name) => peers.includes(name));
 }
 
-/** Sum and count of a Prometheus histogram, over all its label sets. */
-async function histogramTotals(url: string, metric: string): Promise<{ sum: number; count: number } | undefined> {
+/** Sum and count of a Prometheus histogram, over its label sets (those whose labels contain `label`). */
+async function histogramTotals(url: string, metric: string, label = ""): Promise<{ sum: number; count: number } | undefined> {
   try {
     const text = await (await fetch(url, { signal: AbortSignal.timeout(2000) })).text();
     let sum = 0;
     let count = 0;
     for (const line of text.split("\n")) {
+      if (!line.includes(label)) continue;
       if (line.startsWith(`${metric}_sum`)) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
       else if (line.startsWith(`${metric}_count`)) count += Number(line.slice(line.lastIndexOf(" ") + 1));
     }
@@ -233,7 +238,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
     const measure = async (c: Contender, connections: number, seconds: number) => {
       const server = servers.get(c.name)!;
       const metricsUrl = `${server.url}/metrics`;
-      const before = c.batchMetric === undefined ? undefined : await histogramTotals(metricsUrl, c.batchMetric);
+      const before = c.batchMetric === undefined ? undefined : await histogramTotals(metricsUrl, c.batchMetric, c.batchLabel);
       const cpu0 = treeCpuSeconds(server.pid);
       const load = loadMeter(server.pid);
       const r = await runWrk({
@@ -243,11 +248,12 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
         script: c.lua ?? join("bench", "lua", "post-json.lua"),
         cwd: root,
         env: { WRK_BODY: c.body, ...c.wrkEnv },
+        timeoutSec: c.wrkTimeoutSec,
         cpus: layout.wrk,
       });
       const cpuUsPerRequest = ((treeCpuSeconds(server.pid) - cpu0) / r.requests) * 1e6;
       const othersCores = load.stop().foreign;
-      const after = c.batchMetric === undefined ? undefined : await histogramTotals(metricsUrl, c.batchMetric);
+      const after = c.batchMetric === undefined ? undefined : await histogramTotals(metricsUrl, c.batchMetric, c.batchLabel);
       const meanBatch = before !== undefined && after !== undefined && after.count > before.count ? (after.sum - before.sum) / (after.count - before.count) : undefined;
       return { r, meanBatch, cpuUsPerRequest, othersCores };
     };

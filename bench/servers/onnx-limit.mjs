@@ -1,5 +1,5 @@
 /**
- * The upper limit of the model scenario: the model run in-process, no HTTP, no JSON, at a fixed
+ * The upper limit of the model and vision scenarios: the model run in-process, no HTTP, no JSON, at a fixed
  * batch size, by `--sessions` worker threads each with its own session of `--threads` intra-op
  * threads, back to back for `--seconds`. Prints one JSON line: {samplesPerSec, runs, ...}.
  * Plain JavaScript: Node 20 does not carry tsx's loader into worker threads.
@@ -14,10 +14,11 @@ import ort from "onnxruntime-node";
 async function measure(job) {
   const session = await ort.InferenceSession.create(job.model, { intraOpNumThreads: job.threads, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "all" });
   const name = session.inputNames[0];
-  // The input width is the model's; the batch axis is dynamic.
-  const width = Number(session.inputMetadata[0].shape?.[1]);
-  const data = Float32Array.from({ length: job.batch * width }, (_, i) => ((i * 7) % 10) / 10);
-  const feeds = { [name]: new ort.Tensor("float32", data, [job.batch, width]) };
+  // An item's shape is the model's (a row, an image); the batch axis is dynamic.
+  const item = session.inputMetadata[0].shape.slice(1).map(Number);
+  const size = item.reduce((a, b) => a * b, 1);
+  const data = Float32Array.from({ length: job.batch * size }, (_, i) => ((i * 7) % 10) / 10);
+  const feeds = { [name]: new ort.Tensor("float32", data, [job.batch, ...item]) };
   for (let i = 0; i < 10; i++) await session.run(feeds);
   // All sessions start measuring together, once every one has warmed up.
   parentPort.postMessage("ready");

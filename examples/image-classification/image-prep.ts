@@ -25,7 +25,7 @@ export interface Prepared {
   k: number;
 }
 
-type Format = "jpeg" | "png";
+export type Format = "jpeg" | "png";
 
 /** A request as the CPU stage reads it: the image's bytes and format, and k. */
 export interface ImageRequest {
@@ -62,8 +62,35 @@ export function readRequest(body: Uint8Array, meta?: RequestMeta): ImageRequest 
   return { image: body, format, k };
 }
 
+/** sharp's entry point, as the preparation takes it. */
+export type SharpFn = (input: Uint8Array, options: SharpOptions) => Sharp;
+
+/**
+ * One image as the model takes it: its header's size checked first (reading it decodes no pixels,
+ * so the answer can name it; the decoder refuses such an image too, should a header say one size
+ * and the data another), then resized, its centre taken and normalised. An unreadable or too large
+ * image is a ValidationError.
+ */
+export async function preparePixels(sharp: SharpFn, image: Uint8Array, format: Format): Promise<Float32Array<ArrayBuffer>> {
+  const unreadable = (err: unknown) => new ValidationError(`the body is not a readable ${format.toUpperCase()} image: ${(err as Error).message}`);
+  const { width = 0, height = 0 } = await sharp(image, { limitInputPixels: false }).metadata().catch((err: unknown) => {
+    throw unreadable(err);
+  });
+  // An embedded ICC profile is not applied: the model learnt from pixels read without one (as
+  // Pillow reads them), and the conversion would cost more than the decode itself.
+  const input = sharp(image, { limitInputPixels: MAX_PIXELS, failOn: "truncated", ignoreIcc: true });
+  if (width * height > MAX_PIXELS) throw new ValidationError(`the image is ${width} × ${height} pixels, more than ${MAX_PIXELS}`);
+  let rgb: Buffer;
+  try {
+    rgb = await input.resize(RESIZE, RESIZE, { fit: "cover" }).extract({ left: MARGIN, top: MARGIN, width: SIDE, height: SIDE }).removeAlpha().toColourspace("srgb").raw().toBuffer();
+  } catch (err) {
+    throw unreadable(err);
+  }
+  return normalise(rgb);
+}
+
 export class ImagePrep extends Worker {
-  #sharp!: (input: Uint8Array, options: SharpOptions) => Sharp;
+  #sharp!: SharpFn;
 
   override async init(): Promise<void> {
     const sharp = (await import("sharp")).default;
@@ -78,21 +105,6 @@ export class ImagePrep extends Worker {
   }
 
   async forward(request: ImageRequest): Promise<Prepared> {
-    const { image, format, k } = request;
-    const unreadable = (err: unknown) => new ValidationError(`the body is not a readable ${format.toUpperCase()} image: ${(err as Error).message}`);
-    // The header's size first (reading it decodes no pixels), so that the answer names it; the
-    // decoder refuses such an image too, should a header say one size and the data another.
-    const { width = 0, height = 0 } = await this.#sharp(image, { limitInputPixels: false }).metadata().catch((err: unknown) => {
-      throw unreadable(err);
-    });
-    const input = this.#sharp(image, { limitInputPixels: MAX_PIXELS, failOn: "truncated" });
-    if (width * height > MAX_PIXELS) throw new ValidationError(`the image is ${width} × ${height} pixels, more than ${MAX_PIXELS}`);
-    let rgb: Buffer;
-    try {
-      rgb = await input.resize(RESIZE, RESIZE, { fit: "cover" }).extract({ left: MARGIN, top: MARGIN, width: SIDE, height: SIDE }).removeAlpha().toColourspace("srgb").raw().toBuffer();
-    } catch (err) {
-      throw unreadable(err);
-    }
-    return { pixels: normalise(rgb), k };
+    return { pixels: await preparePixels(this.#sharp, request.image, request.format), k: request.k };
   }
 }

@@ -6,7 +6,7 @@
  *
  * - `POST /classify` with a JPEG or PNG body → `{"top": [{"label", "score"}, ...]}`, the 5 most
  *   likely classes (`?k=` for another number): a CPU stage of two workers decodes and prepares
- *   each image with sharp, and a batched ONNX stage classifies them together.
+ *   each image with sharp, and a batched ONNX stage of two workers classifies them together.
  * - the V2 model `efficientnet-lite0` (models/efficientnet-lite0/): image tensors in, `probs` out.
  */
 import { Server } from "shoal";
@@ -20,7 +20,9 @@ if (built) console.log(`made the image model in ${dir}`);
 
 const server = new Server();
 server.appendWorker(ImagePrep, { num: 2, route: "/classify" });
-server.appendWorker(Classifier, { num: 1, maxBatchSize: 16, maxWaitMs: 5, route: "/classify" });
+// Two sessions of one thread each (OnnxWorker shares the cores out): one session of two threads,
+// beside the busy CPU stage, waits for its second thread at every operator, and runs at half speed.
+server.appendWorker(Classifier, { num: 2, maxBatchSize: 16, maxWaitMs: 5, route: "/classify" });
 server.addModelRepository(fileURLToPath(new URL("models", import.meta.url)));
 const address = await server.run();
 if (address !== undefined) {

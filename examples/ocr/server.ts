@@ -10,16 +10,10 @@
  * the boxes of every request in their batches; Lines gathers each image's boxes back.
  */
 import { Server } from "shoal";
-import { Angle } from "./angle.js";
-import { Detect } from "./detect.js";
-import { Lines } from "./lines.js";
-import { Recognise } from "./recognise.js";
+import { appendOcrPipeline } from "./ocr-pipeline.js";
 
 const server = new Server();
-server.appendWorker(Detect, { num: 1, maxBatchSize: 4, maxWaitMs: 5, route: "/ocr", fanOut: { max: 256 } });
-server.appendWorker(Angle, { num: 1, maxBatchSize: 16, maxWaitMs: 5, route: "/ocr" });
-server.appendWorker(Recognise, { num: 1, maxBatchSize: 32, maxWaitMs: 5, route: "/ocr" });
-server.appendWorker(Lines, { num: 1, route: "/ocr", gather: true });
+appendOcrPipeline(server);
 const address = await server.run();
 if (address !== undefined) {
   const host = address.address === "0.0.0.0" || address.address === "::" ? "127.0.0.1" : address.address;
