@@ -21,10 +21,10 @@ export const DIMENSIONS = 384;
 export const RUN_TOKENS = 8192;
 const SEP = 102;
 
-/** The model's files, in the models cache. */
+/** The model's files, in the models cache: the graph with float32 matrix products (see scripts/models/dequantize-matmuls.ts) and the tokenizer. */
 export function modelFiles(): { model: string; tokenizer: string } {
   const dir = join(modelsDir(), "minilm");
-  return { model: join(dir, "onnx", "model_quantized.onnx"), tokenizer: join(dir, "tokenizer.json") };
+  return { model: join(dir, "onnx", "model.onnx"), tokenizer: join(dir, "tokenizer.json") };
 }
 
 /** Texts to token ids as the model reads them. */

