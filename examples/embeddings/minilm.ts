@@ -19,6 +19,12 @@ export const MAX_TOKENS = 512;
 export const DIMENSIONS = 384;
 /** The most token positions one run pads its texts to, in all: bounds a run's memory (attention is quadratic in length). */
 export const RUN_TOKENS = 8192;
+/**
+ * How much padding a run may add: its padded positions at most this many times its tokens. A
+ * padded position costs a transformer what a token costs, so runs are kept tight: with 2 (the
+ * sentiment example's), a batch of mixed lengths ran slower than its texts one by one.
+ */
+export const RUN_SLACK = 1.25;
 const SEP = 102;
 
 /** The model's files, in the models cache: the graph with float32 matrix products (see scripts/models/dequantize-matmuls.ts) and the tokenizer. */
@@ -65,12 +71,12 @@ export class MiniLmTokenizer {
 
 /**
  * The unit embedding of each text, given as its ids: one model run per run of similar length
- * ({@link runsByWordCount} on token counts), each text padded to its run's longest, the hidden
+ * ({@link runsByWordCount} on token counts, within {@link RUN_SLACK}), each text padded to its run's longest, the hidden
  * states averaged over its own tokens only, so a text gets the same vector alone or in a batch.
  */
 export async function embed(texts: readonly (readonly number[])[], run: RunModel): Promise<Float32Array<ArrayBuffer>[]> {
   const results: Float32Array<ArrayBuffer>[] = new Array(texts.length);
-  for (const at of runsByWordCount(texts.map((t) => t.length), RUN_TOKENS)) {
+  for (const at of runsByWordCount(texts.map((t) => t.length), RUN_TOKENS, RUN_SLACK)) {
     const width = Math.max(...at.map((i) => texts[i]!.length));
     const ids = new BigInt64Array(at.length * width);
     const mask = new BigInt64Array(at.length * width);
