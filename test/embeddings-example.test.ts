@@ -167,6 +167,10 @@ describe("examples/embeddings/server.ts", { skip }, () => {
     assert.equal(unknown.code, "model_not_found");
     await assert.rejects(client.embeddings.create({ model: "text-embedding-3-small", input: "a" }), OpenAI.NotFoundError);
     await assert.rejects(client.embeddings.create({ model: MODEL, input: "a", dimensions: 64 }), OpenAI.BadRequestError);
+    // A body over --max-openai-size (256 KiB) is not parsed on the HTTP thread.
+    const huge = await post(`${server.url}/v1/embeddings`, { model: MODEL, input: "word ".repeat(60_000) });
+    assert.equal(huge.status, 413, huge.text.slice(0, 200));
+    assert.equal(huge.json.error.type, "invalid_request_error");
     // An embedding model is not a text model.
     const completion = await post(`${server.url}/v1/completions`, { model: MODEL, prompt: "a" });
     assert.equal(completion.status, 404, completion.text);
