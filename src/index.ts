@@ -9,6 +9,7 @@ export { Worker, type WorkerClass, type RequestMeta, type StreamSettings, type V
 export { StepWorker, type StepResult } from "./step-worker.js";
 export { fanOut, type FanOut } from "./fan-out.js";
 export { TextRequest, TextChunk, ChatMessage } from "./text-generation.js";
+export { EmbeddingRequest, embeddingInputs, embeddingResponse, MAX_EMBEDDING_INPUTS, type EmbeddingResponse } from "./embeddings.js";
 export { ModelWorker, type ModelInput, type ModelOutput, type ModelResult, type ModelTensor } from "./model-worker.js";
 export { SettingsError, type ModelSettingsInput as ModelSettings } from "./models/settings.js";
 export { typed, typedBatch, type ItemWorker, type BatchWorker, type WorkerSchemas } from "./typed-worker.js";

@@ -42,7 +42,7 @@ const LAYERS: readonly (readonly string[])[] = [
   // `shoal/onnx`: a Worker of the public API, for ONNX models.
   ["onnx/"],
   // The public API a user's Worker is written against.
-  ["worker.ts", "typed-worker.ts", "step-worker.ts", "text-generation.ts", "model-worker.ts", "schema.ts", "codecs.ts", "stage-options.ts", "fan-out.ts", "config.ts", "logger.ts"],
+  ["worker.ts", "typed-worker.ts", "step-worker.ts", "text-generation.ts", "embeddings.ts", "model-worker.ts", "schema.ts", "codecs.ts", "stage-options.ts", "fan-out.ts", "config.ts", "logger.ts"],
   // What that API is built on: tensors, the V2 codec, metric objects.
   ["v2/", "tensor/", "metrics/"],
   ["errors.ts", "limits.ts"],

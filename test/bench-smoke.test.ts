@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { findBun } from "../bench/lib/runtimes.js";
+import { modelsDir } from "../scripts/models/models-dir.js";
 import { RAN_ONCE } from "./helpers.js";
 
 const root = join(import.meta.dirname, "..");
@@ -97,6 +98,16 @@ describe("benchmark smoke test (Shoal side only)", { skip: RAN_ONCE ?? (hasWrk ?
     assert.match(data.contenders.find((c) => c.name === "shoal-bun")?.unavailable ?? "", /BENCH_BUN=.*no-such-bun does not run/);
     assert.match(output, /shoal-bun not measured: BENCH_BUN=/);
     assert.match(readFileSync(join(dir, "echo.md"), "utf8"), /\| shoal-bun \| bun \| – \| n\/a \|.*not measured: BENCH_BUN=/);
+  });
+
+  // A real model (npm run models -- minilm): where it has not been made and CI does not require it, say so.
+  const minilm = existsSync(join(modelsDir(), "minilm", "onnx", "model.onnx")) || process.env.SHOAL_REQUIRE_MODELS ? false : "the minilm model is not made (npm run models -- minilm): the embeddings benchmark is not smoke-tested";
+  test("npm run bench -- embeddings measures Shoal and the plain server on the real model", { skip: minilm }, () => {
+    const dir = join(results, "embeddings");
+    const { data } = runBrief("embeddings", ["shoal", "plain"], [], dir);
+    checkMeasured("embeddings", ["shoal", "plain"], dir, data);
+    const headline = (data as unknown as { headline: { what: string; value: number }[] }).headline;
+    assert.ok(Number.isFinite(headline.find((h) => h.what === "Shoal / plain node:http texts/s at 8 connections")?.value), "the headline ratio is measured");
   });
 
   // The before/after comparison, with this tree as both sides (the other side needs only dist/,

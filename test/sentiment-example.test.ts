@@ -33,6 +33,9 @@ describe("runs by word count", () => {
 
   test("a run holds at most maxPadded words in all", () => {
     assert.deepEqual(runsByWordCount([10, 10, 10, 10, 10], 30), [[0, 1, 2], [3, 4]]);
+    // A tighter slack: 10 and 12 pad to 24 for 22 words; 20 more would pad to 60 for 42.
+    assert.deepEqual(runsByWordCount([20, 10, 12], 4096, 1.25), [[1, 2], [0]]);
+    assert.deepEqual(runsByWordCount([20, 10, 12]), [[1, 2, 0]]);
     const counts = Array.from({ length: 64 }, (_, i) => 1 + ((i * 37) % 900));
     const runs = runsByWordCount(counts);
     assert.deepEqual(runs.flat().sort((a, b) => a - b), counts.map((_, i) => i), "every text in one run");

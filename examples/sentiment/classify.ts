@@ -36,10 +36,11 @@ export function readVocabulary(): DraculaVocabulary {
 /**
  * The texts of a batch, by index, in runs that share one model run. Every text of a run is padded
  * to the run's longest, so texts are taken shortest first and a run ends where padding would make
- * it more than twice its words, or more than `maxPadded` words in all: a batch of short sentences
- * is one run, and a long text does not make 31 short ones cost what it costs.
+ * it more than `slack` times its words (twice by default), or more than `maxPadded` words in all:
+ * a batch of short sentences is one run, and a long text does not make 31 short ones cost what it
+ * costs.
  */
-export function runsByWordCount(counts: readonly number[], maxPadded = RUN_WORDS): number[][] {
+export function runsByWordCount(counts: readonly number[], maxPadded = RUN_WORDS, slack = 2): number[][] {
   const order = counts.map((_, i) => i).sort((a, b) => counts[a]! - counts[b]!);
   const runs: number[][] = [];
   let run: number[] = [];
@@ -47,7 +48,7 @@ export function runsByWordCount(counts: readonly number[], maxPadded = RUN_WORDS
   for (const i of order) {
     const n = counts[i]!;
     const padded = (run.length + 1) * n;
-    if (run.length > 0 && (padded > 2 * (words + n) || padded > maxPadded)) {
+    if (run.length > 0 && (padded > slack * (words + n) || padded > maxPadded)) {
       runs.push(run);
       run = [];
       words = 0;

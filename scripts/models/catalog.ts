@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { convertDracula } from "./dracula-sentiment.js";
 import { convertEfficientNetLite0 } from "./efficientnet-lite0.js";
+import { minilmRecipe } from "./minilm.js";
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
@@ -74,6 +75,7 @@ export const MODELS: readonly ModelRecipe[] = [
       rmSync(source, { recursive: true });
     },
   },
+  minilmRecipe,
 ];
 
 /** The recipe named `name`; throws, listing the names, when there is none. */

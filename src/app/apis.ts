@@ -1,7 +1,6 @@
 import type { Catalog } from "../models/catalog.js";
-import type { Stage } from "../scheduling/stage.js";
 import type { Delegate, DelegateParts } from "../http/intake.js";
-import { OpenAIHandler } from "../apis/openai/openai.js";
+import { OpenAIHandler, type ServedModel } from "../apis/openai/openai.js";
 import type { Route } from "../serving/route.js";
 import { RouteModel, type RouteModelOptions } from "../serving/route-model.js";
 import { V2Handler } from "../apis/v2/v2-handler.js";
@@ -16,9 +15,16 @@ export interface ApiSources {
   /** Routes served as V2 models (`exposeRoute()`). */
   routeModels: readonly { route: string; options: RouteModelOptions }[];
   /** Routes served as models of the OpenAI API (`openAI()`), by model name. */
-  openAI: ReadonlyMap<string, string>;
+  openAI: ReadonlyMap<string, OpenAIModel>;
   /** The most bytes of a body the OpenAI routes parse (`--max-openai-size`). */
   openAIMaxBytes: number;
+}
+
+/** A route served as a model of the OpenAI API, and which of its endpoints the model serves. */
+export interface OpenAIModel {
+  route: string;
+  /** `text`: `/v1/completions` and `/v1/chat/completions`; `embeddings`: `/v1/embeddings`. */
+  kind: "text" | "embeddings";
 }
 
 /** What the V2 data plane and the handlers are made with, from the serving core. */
@@ -49,11 +55,11 @@ export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSou
   const plane = sources.catalog !== undefined || routeModels.size > 0 ? new V2DataPlane(sources.catalog, routeModels, core.notReady, core.access, core.admission) : undefined;
   if (plane !== undefined) delegates.push((door) => new V2Handler(plane, door));
   if (sources.openAI.size > 0) {
-    const served = new Map<string, readonly Stage[]>();
-    for (const [model, path] of sources.openAI) {
+    const served = new Map<string, ServedModel>();
+    for (const [model, { route: path, kind }] of sources.openAI) {
       const route = routes.get(path);
       if (route === undefined) throw new Error(`openAI(): model ${model} names the route ${path}, which no stage serves`);
-      served.set(model, route.stages);
+      served.set(model, { steps: route.stages, kind });
     }
     delegates.push(() => new OpenAIHandler(served, sources.openAIMaxBytes));
   }

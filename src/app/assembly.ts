@@ -30,7 +30,7 @@ import { ServerHealth } from "../serving/health.js";
 import type { Door, ServingCore } from "../serving/core.js";
 import type { Route } from "../serving/route.js";
 import type { RouteModelOptions } from "../serving/route-model.js";
-import { apiDelegates } from "./apis.js";
+import { apiDelegates, type OpenAIModel } from "./apis.js";
 import { startIdleGc } from "./idle-gc.js";
 import { httpListener } from "./runtime.js";
 
@@ -50,7 +50,7 @@ export interface Declared {
   /** Routes served as V2 models (`exposeRoute()`). */
   readonly routeModels: readonly { route: string; options: RouteModelOptions }[];
   /** Routes served as models of the OpenAI API (`openAI()`), by model name. */
-  readonly openAI: ReadonlyMap<string, string>;
+  readonly openAI: ReadonlyMap<string, OpenAIModel>;
 }
 
 /**

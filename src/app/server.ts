@@ -8,6 +8,7 @@ import { checkRouteModel, type RouteModelOptions } from "../serving/route-model.
 import { resolveStageOptions, type StageOptions } from "../stage-options.js";
 import type { WorkerClass } from "../worker.js";
 import { workerContext } from "../workers/context.js";
+import type { OpenAIModel } from "./apis.js";
 import type { Declared, StageSpec } from "./assembly.js";
 
 /** Settings given in code: defaults that CLI flags and `SHOAL_*` variables override. */
@@ -35,7 +36,7 @@ export class Server {
   readonly #defaults: ServerOptions;
   readonly #specs: StageSpec[] = [];
   readonly #models: ModelSources = { repositories: [], models: [] };
-  readonly #openAI = new Map<string, string>();
+  readonly #openAI = new Map<string, OpenAIModel>();
   readonly #routeModels: { route: string; options: RouteModelOptions }[] = [];
 
   constructor(defaults: ServerOptions = {}) {
@@ -116,20 +117,26 @@ export class Server {
   }
 
   /**
-   * Serves the route `route` as the model `model` of an OpenAI-compatible API: `/v1/models`,
-   * `/v1/completions` and `/v1/chat/completions` (streaming with `stream: true`). The route's
-   * Worker takes a {@link TextRequest} and streams {@link TextChunk}s; see docs/streaming.md.
-   * Call it once per model.
+   * Serves the route `route` as the model `model` of an OpenAI-compatible API, listed on
+   * `/v1/models`. A text model (`kind: "text"`, the default) serves `/v1/completions` and
+   * `/v1/chat/completions` (streaming with `stream: true`): the route's Worker takes a
+   * {@link TextRequest} and streams {@link TextChunk}s. An embedding model (`kind: "embeddings"`)
+   * serves `/v1/embeddings`: the route's Worker takes an {@link EmbeddingRequest} and returns an
+   * {@link EmbeddingResponse}. See docs/generation.md. Call it once per model.
    *
    * @example
    * ```ts
    * server.appendWorker(TinyGpt, { route: "/generate", maxActive: 16 });
    * server.openAI({ model: "tiny-gpt", route: "/generate" });
+   * server.appendWorker(Embeddings, { route: "/embeddings", maxBatchSize: 32 });
+   * server.openAI({ model: "all-MiniLM-L6-v2", route: "/embeddings", kind: "embeddings" });
    * ```
    */
-  openAI(options: { model: string; route: string }): this {
+  openAI(options: { model: string; route: string; kind?: OpenAIModel["kind"] }): this {
     if (typeof options?.model !== "string" || options.model === "" || typeof options.route !== "string") throw new TypeError("openAI() takes { model, route }: a model name and the route that serves it");
-    this.#openAI.set(options.model, options.route);
+    const kind = options.kind ?? "text";
+    if (kind !== "text" && kind !== "embeddings") throw new TypeError(`openAI(): kind must be "text" or "embeddings", not ${JSON.stringify(options.kind)}`);
+    this.#openAI.set(options.model, { route: options.route, kind });
     return this;
   }
 

@@ -3,11 +3,15 @@ import type { HttpRequest, HttpResponse } from "../../http/http-message.js";
 import { z } from "zod";
 import { ShoalError } from "../../errors.js";
 import { parseJsonBody } from "../../codecs.js";
-import type { Step } from "../../scheduling/task.js";
 import type { TextChunk, TextRequest } from "../../text-generation.js";
 import { sendFailure, sendJson } from "../../http/send.js";
 import type { Dialect, DialectRequest } from "../../http/dialect.js";
 import type { Delegate, Inference } from "../../http/intake.js";
+import { EmbeddingsDialect } from "./embeddings-dialect.js";
+import { badRequest, openAIError } from "./openai-error.js";
+import { servedSteps, type ServedModel } from "./served-model.js";
+
+export type { ServedModel } from "./served-model.js";
 
 /** The OpenAI API's two generation endpoints. */
 type Endpoint = "completions" | "chat";
@@ -42,10 +46,11 @@ const ChatBody = z.object({
 /**
  * The OpenAI-compatible API under `/v1`: `GET /v1/models`, `POST /v1/completions` and
  * `POST /v1/chat/completions`, each model served by a route whose Worker generates text by the
- * {@link TextRequest} / {@link TextChunk} contract. Requests are checked here and answered in
- * OpenAI's shapes (errors included); streams are Server-Sent Events ending with `[DONE]`. The
- * `model` field chooses the route, so bodies are read on the HTTP thread: none larger than
- * `maxBytes` (`--max-openai-size`) is parsed, whether a request's or a Worker's answer.
+ * {@link TextRequest} / {@link TextChunk} contract, and `POST /v1/embeddings` for the embedding
+ * models (embeddings-dialect.ts). Requests are checked here and answered in OpenAI's shapes
+ * (errors included); streams are Server-Sent Events ending with `[DONE]`. The `model` field
+ * chooses the route, so bodies are read on the HTTP thread: none larger than `maxBytes`
+ * (`--max-openai-size`) is parsed, whether a request's or a Worker's answer.
  */
 export class OpenAIHandler implements Delegate {
   readonly prefix = "/v1";
@@ -53,7 +58,7 @@ export class OpenAIHandler implements Delegate {
 
   constructor(
     /** Each model's name and the steps of the route that serves it. */
-    readonly models: ReadonlyMap<string, readonly Step[]>,
+    readonly models: ReadonlyMap<string, ServedModel>,
     /** The most bytes of a body (a request's, a Worker's answer or chunk) parsed on the HTTP thread. */
     readonly maxBytes: number,
   ) {}
@@ -62,6 +67,7 @@ export class OpenAIHandler implements Delegate {
     const endpoint: Endpoint | undefined = path === "/v1/completions" ? "completions" : path === "/v1/chat/completions" ? "chat" : undefined;
     // The dialect names the steps once it has read the body's `model`.
     if (endpoint !== undefined) return { path, steps: [], dialect: new OpenAIDialect(endpoint, this.models, this.maxBytes) };
+    if (path === "/v1/embeddings") return { path, steps: [], dialect: new EmbeddingsDialect(this.models, this.maxBytes) };
     if (path !== "/v1/models") {
       // As OpenAI answers a path it does not have: no code.
       sendJson(res, requestId, 404, openAIError(new ShoalError("NOT_FOUND", `${req.method} ${path}`), null));
@@ -78,13 +84,6 @@ export class OpenAIHandler implements Delegate {
 /** Errors in OpenAI's shape, for answers made without a request's dialect (an unknown path, a method not allowed). */
 const OPENAI_ERRORS: Dialect = { error: (error) => openAIError(error) };
 
-// OpenAI's error body: its type by status, and a code (the error table's, lower-cased; an
-// unknown model's is OpenAI's own).
-function openAIError(error: ShoalError, code: string | null = error.code === "NOT_FOUND" ? "model_not_found" : error.code.toLowerCase()): unknown {
-  const type = error.status === 401 || error.status === 403 ? "authentication_error" : error.status < 500 ? "invalid_request_error" : "server_error";
-  return { error: { message: error.publicMessage, type, param: null, code } };
-}
-
 /** One OpenAI request: reads its body into a {@link TextRequest}, and shapes each chunk, its answer and its errors as OpenAI does. */
 class OpenAIDialect implements Dialect {
   readonly #id: string;
@@ -96,7 +95,7 @@ class OpenAIDialect implements Dialect {
 
   constructor(
     readonly endpoint: Endpoint,
-    readonly models: ReadonlyMap<string, readonly Step[]>,
+    readonly models: ReadonlyMap<string, ServedModel>,
     readonly maxBytes: number,
   ) {
     this.#id = `${endpoint === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID()}`;
@@ -105,13 +104,9 @@ class OpenAIDialect implements Dialect {
   read(body: Uint8Array): DialectRequest {
     const json = parseJsonBody(body);
     const parsed = (this.endpoint === "chat" ? ChatBody : CompletionBody).safeParse(json);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new ShoalError("BAD_REQUEST", `${issue.path.length > 0 ? `${issue.path.join(".")}: ` : ""}${issue.message}`);
-    }
+    if (!parsed.success) throw badRequest(parsed.error);
     const r = parsed.data;
-    const steps = this.models.get(r.model);
-    if (steps === undefined) throw new ShoalError("NOT_FOUND", `the model '${r.model}' does not exist; GET /v1/models lists them`);
+    const steps = servedSteps(this.models, r.model, "text");
     this.#model = r.model;
     this.#includeUsage = r.stream_options?.include_usage === true;
     const request: TextRequest = {};
