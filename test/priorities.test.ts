@@ -84,7 +84,7 @@ describe("priority decisions", () => {
   });
 
   test("settings are checked where they are given: a stage's options and a model's settings", () => {
-    assert.deepEqual(resolveStageOptions("A_1", { priorityLevels: 2, queuePolicy: { timeoutAction: "DELAY" } }).priority, { priorityLevels: 2, queuePolicy: { timeoutAction: "delay" } });
+    assert.deepEqual(resolveStageOptions("A_1", { priorityLevels: 2, queuePolicy: { timeoutAction: "DELAY" as "delay" } }).priority, { priorityLevels: 2, queuePolicy: { timeoutAction: "delay" } });
     assert.deepEqual(resolveStageOptions("A_1", {}).priority, {});
     assert.throws(() => resolveStageOptions("A_1", { priorityLevels: 2, defaultPriority: 3 }), /invalid stage A_1: option 'defaultPriority': 3 is not a level of 1..2/);
     assert.throws(() => resolveStageOptions("A_1", { priorityLevels: 2, priorityQueuePolicy: { "3": {} } }), /option 'priorityQueuePolicy.3': not a level of 1..2/);

@@ -142,20 +142,22 @@ export class BatchQueue {
 
   // The order's timeouts at this moment: what must leave unserved is answered 408 (never sent).
   #expire(): void {
-    const now = this.now();
-    this.#queue.expire!(
-      now,
-      (task, level) => {
-        task.queuedIn = null;
-        task.queueMs += now - task.enqueuedAt;
-        const deadline = task.deadline <= now;
-        this.counted(deadline ? "expired" : "timeout", level);
-        task.fail(new ShoalError("TIMEOUT", deadline ? "the deadline passed while the request was queued" : `the queue timeout of priority level ${level} passed`));
-      },
-      (level) => this.counted("delayed", level),
-    );
+    this.#expireAt = this.now();
+    this.#queue.expire!(this.#expireAt, this.#expired, this.#delayed);
     this.#armExpiry();
   }
+
+  // Made once, for the order's `expire`.
+  #expireAt = 0;
+  readonly #expired = (task: Task, level: number): void => {
+    const now = this.#expireAt;
+    task.queuedIn = null;
+    task.queueMs += now - task.enqueuedAt;
+    const deadline = task.deadline <= now;
+    this.counted(deadline ? "expired" : "timeout", level);
+    task.fail(new ShoalError("TIMEOUT", deadline ? "the deadline passed while the request was queued" : `the queue timeout of priority level ${level} passed`));
+  };
+  readonly #delayed = (level: number): void => this.counted("delayed", level);
 
   // One timer, at the order's next timeout, so that a 408 of its own is answered on time even while every worker is busy.
   #armExpiry(): void {
