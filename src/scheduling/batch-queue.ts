@@ -45,6 +45,17 @@ export class BatchQueue {
   // The order's own timeouts, when it has some (a priority order's queue timeouts).
   #expiry: NodeJS.Timeout | undefined;
   #expiryAt = Infinity;
+  // What the order's `expire` calls back, made once: the task leaves unserved, or goes behind its level.
+  #expireAt = 0;
+  readonly #expired = (task: Task, level: number): void => {
+    const now = this.#expireAt;
+    task.queuedIn = null;
+    task.queueMs += now - task.enqueuedAt;
+    const deadline = task.deadline <= now;
+    this.counted(deadline ? "expired" : "timeout", level);
+    task.fail(new ShoalError("TIMEOUT", deadline ? "the deadline passed while the request was queued" : `the queue timeout of priority level ${level} passed`));
+  };
+  readonly #delayed = (level: number): void => this.counted("delayed", level);
 
   constructor(options: BatchQueueOptions) {
     this.policy = options.policy;
@@ -146,18 +157,6 @@ export class BatchQueue {
     this.#queue.expire!(this.#expireAt, this.#expired, this.#delayed);
     this.#armExpiry();
   }
-
-  // Made once, for the order's `expire`.
-  #expireAt = 0;
-  readonly #expired = (task: Task, level: number): void => {
-    const now = this.#expireAt;
-    task.queuedIn = null;
-    task.queueMs += now - task.enqueuedAt;
-    const deadline = task.deadline <= now;
-    this.counted(deadline ? "expired" : "timeout", level);
-    task.fail(new ShoalError("TIMEOUT", deadline ? "the deadline passed while the request was queued" : `the queue timeout of priority level ${level} passed`));
-  };
-  readonly #delayed = (level: number): void => this.counted("delayed", level);
 
   // One timer, at the order's next timeout, so that a 408 of its own is answered on time even while every worker is busy.
   #armExpiry(): void {
