@@ -112,6 +112,24 @@ describe("priorities, deadlines and cancels", () => {
     assert.deepEqual(seen("c-"), ["c-run", "c-after"]);
   });
 
+  test("a gRPC call its client cancels leaves the queue at once: never computed, counted", async () => {
+    const url = `${server.url}/v2/models/recorder/infer`;
+    const blocker = post(url, { inputs: [{ name: "x", datatype: "INT32", shape: [1], data: [1] }], parameters: { tag: "g-block", sleep: 500 } });
+    await until("the model's blocker to reach forward()", "g-block");
+    const before = (await metric(server.url, "shoal_requests_cancelled_total", { by: "grpc" })) ?? 0;
+    const request = { model_name: "recorder", parameters: { tag: { string_param: "g-cancelled" } }, inputs: [{ name: "x", datatype: "INT32", shape: [1], contents: { int_contents: [1] } }] };
+    const ended = new Promise<number>((resolve) => {
+      const call = client.client.ModelInfer(request, new grpc.Metadata(), {}, (err: { code: number } | null) => resolve(err?.code ?? 0));
+      void waitForMetric(server.url, "shoal_stage_queue_depth", { model: "recorder" }, (depth) => depth === 1).then(() => call.cancel());
+    });
+    assert.equal(await ended, grpc.status.CANCELLED);
+    await waitForMetric(server.url, "shoal_stage_queue_depth", { model: "recorder" }, (depth) => depth === 0);
+    assert.equal(await metric(server.url, "shoal_requests_cancelled_total", { by: "grpc" }), before + 1);
+    assert.equal((await blocker).status, 200);
+    await post(url, { inputs: [{ name: "x", datatype: "INT32", shape: [1], data: [1] }], parameters: { tag: "g-after" } });
+    assert.deepEqual(seen("g-"), ["g-block", "g-after"]);
+  });
+
   test("a cancel by id stops a running stream between chunks", async () => {
     const res = await fetch(`${server.url}/ticks`, { method: "POST", body: JSON.stringify({ n: 100 }), headers: { "content-type": "application/json", accept: "text/event-stream", "x-request-id": "t-stream" } });
     assert.equal(res.status, 200);
