@@ -27,7 +27,7 @@ const queuePolicySchema = z.strictObject({
 export const prioritySettingsShape = {
   priorityLevels: z.number().int().min(1).max(1000).optional(),
   defaultPriority: z.number().int().min(0).optional(),
-  maxOvertakes: z.number().int().min(0).optional(),
+  maxOvertakes: z.number().int().min(1).optional(),
   queuePolicy: queuePolicySchema.optional(),
   priorityQueuePolicy: z.record(z.string(), queuePolicySchema).optional(),
 };

@@ -89,6 +89,7 @@ describe("priority decisions", () => {
     assert.throws(() => resolveStageOptions("A_1", { priorityLevels: 2, defaultPriority: 3 }), /invalid stage A_1: option 'defaultPriority': 3 is not a level of 1..2/);
     assert.throws(() => resolveStageOptions("A_1", { priorityLevels: 2, priorityQueuePolicy: { "3": {} } }), /option 'priorityQueuePolicy.3': not a level of 1..2/);
     assert.throws(() => resolveStageOptions("A_1", { queuePolicy: { timeoutAction: "drop" as "delay" } }), /option 'queuePolicy.timeoutAction'/);
+    assert.throws(() => resolveStageOptions("A_1", { priorityLevels: 2, maxOvertakes: 0 }), /option 'maxOvertakes'/);
     const settings = parseSettings({ name: "m", runtime: "onnx", priorityLevels: 2, defaultPriority: 2, priorityQueuePolicy: { "1": { maxQueueSize: 3, defaultTimeoutMs: 20, timeoutAction: "REJECT" } } }, "m/model-settings.json");
     assert.deepEqual(prioritiesOf(settings)!.policies[0], { maxQueueSize: 3, defaultTimeoutMs: 20, timeoutAction: "reject" });
     assert.throws(() => parseSettings({ name: "m", runtime: "onnx", priorityLevels: 0 }, "m/model-settings.json"), /m\/model-settings.json: priorityLevels/);
@@ -179,6 +180,12 @@ describe("PriorityOrder under a BatchQueue", () => {
     queue.admit(task("l0", 3));
     // l0 was overtaken by m0 too: its turn comes next.
     assert.deepEqual(taken(), ["h0", "h1", "m0", "l0", "h2", "h3", "m1", "h4", "h5"]);
+  });
+
+  test("maxOvertakes 1: the levels that have work take turns", () => {
+    const { queue, task, taken } = setUp({ priorityLevels: 3, maxOvertakes: 1 });
+    for (const [name, priority] of [["h0", 1], ["h1", 1], ["h2", 1], ["m0", 2], ["m1", 2], ["l0", 3]] as const) queue.admit(task(name, priority));
+    assert.deepEqual(taken(), ["h0", "m0", "l0", "h1", "m1", "h2"]);
   });
 
   test("a task that settles while queued leaves its level at once, from the heap or from the delayed ones", () => {
