@@ -10,7 +10,7 @@
  * The gRPC status codes an error may be answered with (`@grpc/grpc-js` numbers them; the
  * server's gRPC front maps the names).
  */
-export type GrpcCode = "INVALID_ARGUMENT" | "UNAUTHENTICATED" | "PERMISSION_DENIED" | "NOT_FOUND" | "UNIMPLEMENTED" | "DEADLINE_EXCEEDED" | "ABORTED" | "RESOURCE_EXHAUSTED" | "INTERNAL" | "UNAVAILABLE";
+export type GrpcCode = "INVALID_ARGUMENT" | "UNAUTHENTICATED" | "PERMISSION_DENIED" | "NOT_FOUND" | "UNIMPLEMENTED" | "CANCELLED" | "DEADLINE_EXCEEDED" | "ABORTED" | "RESOURCE_EXHAUSTED" | "INTERNAL" | "UNAVAILABLE";
 
 /**
  * A row of the error table: the HTTP status, the gRPC status of the same failure, and the prefix
@@ -33,6 +33,7 @@ export const ERRORS = {
   METHOD_NOT_ALLOWED: { status: 405, prefix: "method not allowed", grpc: "UNIMPLEMENTED" },
   TIMEOUT: { status: 408, prefix: "request timeout", grpc: "DEADLINE_EXCEEDED" },
   CONFLICT: { status: 409, prefix: "conflict", grpc: "ABORTED" },
+  CANCELLED: { status: 409, prefix: "cancelled", grpc: "CANCELLED" },
   FORWARD_TIMEOUT: { status: 408, prefix: "forward timeout", grpc: "DEADLINE_EXCEEDED" },
   BODY_TOO_LARGE: { status: 413, prefix: "request body is too large", grpc: "RESOURCE_EXHAUSTED" },
   HEADERS_TOO_LARGE: { status: 431, prefix: "request headers are too large", grpc: "RESOURCE_EXHAUSTED" },

@@ -14,7 +14,7 @@ export { ModelWorker, type ModelInput, type ModelOutput, type ModelResult, type 
 export { SettingsError, type ModelSettingsInput as ModelSettings } from "./models/settings.js";
 export { typed, typedBatch, type ItemWorker, type BatchWorker, type WorkerSchemas } from "./typed-worker.js";
 export type { Schema } from "./schema.js";
-export type { StageOptions, Isolation } from "./stage-options.js";
+export type { StageOptions, Isolation, PrioritySettings, QueuePolicySettings } from "./stage-options.js";
 export type { ServerConfig } from "./config.js";
 export { codecs, json, msgpack, bytes, type Codec } from "./codecs.js";
 export {

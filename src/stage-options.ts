@@ -13,6 +13,62 @@ const routePath = z
 /** The most sub-items one item may fan out to, unless the stage's `fanOut.max` says otherwise. */
 export const DEFAULT_FAN_OUT = 64;
 
+const queuePolicySchema = z.strictObject({
+  maxQueueSize: z.number().int().min(1).optional(),
+  defaultTimeoutMs: z.number().positive().optional(),
+  // Triton writes its actions in capitals.
+  timeoutAction: z
+    .enum(["reject", "delay", "REJECT", "DELAY"])
+    .transform((action) => action.toLowerCase() as "reject" | "delay")
+    .optional(),
+});
+
+/** The fields of priority levels and queue policies, the same in stage options and in `model-settings.json` (docs/scheduling.md). */
+export const prioritySettingsShape = {
+  priorityLevels: z.number().int().min(1).max(1000).optional(),
+  defaultPriority: z.number().int().min(0).optional(),
+  maxOvertakes: z.number().int().min(1).optional(),
+  queuePolicy: queuePolicySchema.optional(),
+  priorityQueuePolicy: z.record(z.string(), queuePolicySchema).optional(),
+};
+
+/** Checks what the fields of {@link prioritySettingsShape} must agree on: the levels a default and a policy name exist. */
+export function checkPrioritySettings(settings: PrioritySettings, ctx: z.RefinementCtx): void {
+  const levels = settings.priorityLevels ?? 1;
+  if ((settings.defaultPriority ?? 0) > levels) ctx.addIssue({ code: "custom", path: ["defaultPriority"], message: `${settings.defaultPriority} is not a level of 1..${levels}` });
+  for (const key of Object.keys(settings.priorityQueuePolicy ?? {})) {
+    const level = Number(key);
+    if (!/^[0-9]+$/.test(key) || level < 1 || level > levels) ctx.addIssue({ code: "custom", path: ["priorityQueuePolicy", key], message: `not a level of 1..${levels}` });
+  }
+}
+
+/** A priority level's queue policy, as Triton's (its times in ms). */
+export interface QueuePolicySettings {
+  /** Most requests queued at the level; one more is refused with 429 (default: only the queue's capacity). */
+  maxQueueSize?: number;
+  /** How long a request may wait in the queue at this level, in ms (default: until its deadline). */
+  defaultTimeoutMs?: number;
+  /** When the queue timeout passes: `"reject"` answers 408 (default); `"delay"` keeps it, behind every request of its level whose time is not up. */
+  timeoutAction?: "reject" | "delay";
+}
+
+/**
+ * Priority levels and queue policies of a stage or a model (docs/scheduling.md). Without any of
+ * them its queue is first in, first out, as it always was.
+ */
+export interface PrioritySettings {
+  /** How many levels; 1 is the highest. A request asks one with V2 `parameters.priority` (gRPC) or the `x-shoal-priority` header. */
+  priorityLevels?: number;
+  /** The level of a request that asks none, or asks 0 (default: the lowest). */
+  defaultPriority?: number;
+  /** Most requests of higher levels taken in a row while a lower level waits (default 16): no level starves. */
+  maxOvertakes?: number;
+  /** Every level's queue policy, unless `priorityQueuePolicy` gives the level its own. */
+  queuePolicy?: QueuePolicySettings;
+  /** A level's own policy, by level: `{ "2": { "maxQueueSize": 100 } }`. */
+  priorityQueuePolicy?: Record<string, QueuePolicySettings>;
+}
+
 const stageOptionsSchema = z.strictObject({
   num: z.number().int().min(1).default(1),
   maxBatchSize: z.number().int().min(1).default(1),
@@ -25,7 +81,8 @@ const stageOptionsSchema = z.strictObject({
   continuous: z.boolean().optional(),
   fanOut: z.strictObject({ max: z.number().int().min(1).default(DEFAULT_FAN_OUT) }).optional(),
   gather: z.boolean().default(false),
-});
+  ...prioritySettingsShape,
+}).superRefine(checkPrioritySettings);
 
 const streamSettingsSchema = z.union([
   z.boolean(),
@@ -33,7 +90,7 @@ const streamSettingsSchema = z.union([
 ]);
 
 /** Options of one stage, as given to `appendWorker()`. */
-export interface StageOptions {
+export interface StageOptions extends PrioritySettings {
   /** Workers in parallel (default 1). */
   num?: number;
   /** Largest batch `forward()` receives (default 1: no batching). */
@@ -123,6 +180,8 @@ export interface ResolvedStageOptions {
   fanOut: { max: number } | undefined;
   /** The stage gathers the sub-items of an earlier stage's fan-out. */
   gather: boolean;
+  /** Its priority levels and queue policies, as given. */
+  priority: PrioritySettings;
 }
 
 /** A stream holds this many bytes for a slow client unless its Worker says otherwise. */
@@ -151,7 +210,7 @@ export function resolveStageOptions(stage: string, options: StageOptions = {}, w
     const what = issue.code === "unrecognized_keys" ? `unknown option '${issue.keys.join("', '")}'` : `${where}: ${issue.message}`;
     throw new TypeError(`invalid stage ${stage}: ${what}`);
   }
-  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env, isolation, maxActive, continuous, fanOut, gather } = parsed.data;
+  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env, isolation, maxActive, continuous, fanOut, gather, ...priority } = parsed.data;
   if (worker.stepwise !== true && (maxActive !== undefined || continuous !== undefined)) {
     throw new TypeError(`invalid stage ${stage}: options 'maxActive' and 'continuous' are for a StepWorker`);
   }
@@ -161,5 +220,5 @@ export function resolveStageOptions(stage: string, options: StageOptions = {}, w
   const routes = [...new Set(Array.isArray(route) ? route : [route])];
   const stream = streamPolicy(stage, worker.streaming);
   const joins = worker.stepwise === true && continuous !== false;
-  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env, isolation, stream, maxActive: joins ? (maxActive ?? MAX_ACTIVE) : undefined, fanOut, gather };
+  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env, isolation, stream, maxActive: joins ? (maxActive ?? MAX_ACTIVE) : undefined, fanOut, gather, priority };
 }

@@ -14,9 +14,10 @@ import { arrivalOf, takeArrived } from "./call-arrival.js";
 import { Undecodable } from "./decode.js";
 import { grpcError } from "./status.js";
 import { HEADER_LENGTH } from "../v2/binary.js";
-import type { InferResponseMessage } from "./messages.js";
+import type { InferResponseMessage, ParameterMessage } from "./messages.js";
 import { requestBody, responseMessage, type InferRequestMessage } from "./tensors.js";
 import { requestIdOf } from "../serving/request-id.js";
+import { requestSchedule } from "../serving/request-schedule.js";
 
 /** Where one request's outcome goes: a unary call's callback, or a stream's next message. */
 type Deliver = (error: ShoalError | undefined, response?: InferResponseMessage) => void;
@@ -103,7 +104,14 @@ export class GrpcInference {
       if (error === undefined) callback(null, response);
       else callback(grpcError(error, requestId));
     });
-    if (task !== undefined) call.once("cancelled", () => task.drop());
+    if (task !== undefined) call.once("cancelled", () => this.#cancelled(task));
+  }
+
+  // The client cancelled its call: what is still queued never reaches a worker, a stream stops.
+  #cancelled(task: Task): void {
+    if (task.settled) return;
+    this.core.metrics.cancelled("grpc");
+    task.drop();
   }
 
   /**
@@ -187,7 +195,7 @@ export class GrpcInference {
       finish();
     });
     call.on("cancelled", () => {
-      for (const task of pending) task.drop();
+      for (const task of pending) this.#cancelled(task);
       pending.clear();
       close();
     });
@@ -217,10 +225,13 @@ export class GrpcInference {
       // The sooner of the server's deadline and the call's, from the first byte (the call's is from now).
       const elapsed = performance.now() - arrival;
       const callMs = (callDeadline instanceof Date ? callDeadline.getTime() : callDeadline) - Date.now() + elapsed;
-      const timeoutMs = Math.min(this.timeoutMs, callMs);
+      // V2 `parameters.priority` and `parameters.timeout` (µs), as Triton reads them.
+      const { priority: asked, timeout } = request.parameters;
+      const { priority, timeoutMs: ownMs } = asked === undefined && timeout === undefined ? NO_ASK : requestSchedule(parameterValue(asked), parameterValue(timeout), "us");
+      const timeoutMs = Math.min(this.timeoutMs, callMs, ownMs ?? Infinity);
       const answer = new GrpcAnswer(this.core, path, arrival, hold, deliver);
       const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) }, deadline: Date.now() - elapsed + timeoutMs, route: path, v2: plane.identityOf(target) };
-      return admission.enter(plane.stepsOf(target), meta, arrival, timeoutMs, body, transfer, answer);
+      return admission.enter(plane.stepsOf(target), meta, arrival, timeoutMs, body, transfer, answer, false, priority);
     } catch (err) {
       held?.release();
       if (!(err instanceof ShoalError)) throw err;
@@ -238,6 +249,14 @@ function answerBytes(answer: StreamAnswer): number {
   let bytes = 256;
   for (const raw of response.raw_output_contents) bytes += raw.byteLength;
   return bytes;
+}
+
+const NO_ASK = { priority: 0, timeoutMs: undefined };
+
+// A parameter's value, whichever of its fields holds it.
+function parameterValue(parameter: ParameterMessage | undefined): unknown {
+  const choice = parameter?.parameter_choice;
+  return choice === undefined ? undefined : parameter![choice];
 }
 
 // The call's metadata as the request headers a Worker may read (text values only).

@@ -25,6 +25,8 @@ import type { ApiDocs } from "./docs.js";
 import type { HttpRequest, HttpResponse, OutgoingHttpHeaders } from "./http-message.js";
 import type { Handle, Listener } from "./listener.js";
 import type { Route } from "../serving/route.js";
+import { PRIORITY_HEADER, requestSchedule, TIMEOUT_HEADER } from "../serving/request-schedule.js";
+import { CANCEL_PREFIX, serveCancel } from "./cancel.js";
 
 // A stream asked for by a dialect from a step whose Worker does not stream: its one answer is its one chunk.
 const DEFAULT_STREAM = streamPolicy("", true)!;
@@ -65,7 +67,7 @@ export class HttpFront {
   readonly #routes: Map<string, Inference>;
   readonly #config: ServerConfig;
   readonly #delegates: Delegate[];
-  readonly #admission: Admission;
+  readonly admission: Admission;
   // What every reply shares, and what the built-in paths show: made once.
   readonly #replies: ReplyParts;
   readonly #builtin: BuiltinState;
@@ -75,7 +77,7 @@ export class HttpFront {
     this.#routes = new Map([...parts.routes].map(([path, route]) => [path, { path: route.path, steps: route.stages }]));
     this.access = access;
     this.#config = config;
-    this.#admission = admission;
+    this.admission = admission;
     this.metrics = metrics;
     this.guard = new HandlerGuard(logger);
     this.#delegates = (parts.delegates ?? []).map((make) => make({ access, admission, guard: this.guard }));
@@ -106,7 +108,7 @@ export class HttpFront {
   }
 
   #handle(req: HttpRequest, res: HttpResponse, requestId: string, arrival: number): void {
-    this.#admission.arrived(arrival);
+    this.admission.arrived(arrival);
     try {
       this.#dispatch(req, res, requestId, arrival);
     } catch (err) {
@@ -123,6 +125,11 @@ export class HttpFront {
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
     const route = this.#routes.get(path);
+    // A cancel by id is a control request of the core's, whichever door its request came through; it answers no browser of another origin.
+    if (route === undefined && path.startsWith(CANCEL_PREFIX)) {
+      serveCancel(path, req, res, requestId, this);
+      return;
+    }
     const delegate = route === undefined ? this.#delegates.find(({ prefix }) => path === prefix || path.startsWith(`${prefix}/`)) : undefined;
     // CORS costs a request nothing unless origins are configured or it is a preflight.
     if ((this.access.crossOrigin || req.method === "OPTIONS") && answerCors(this.access, req, res, requestId, path, route !== undefined, delegate)) return;
@@ -147,7 +154,7 @@ export class HttpFront {
       this.refuse(path, steps, req, res, requestId, arrival, dialect, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${written}; use POST`), { allow: "POST" });
       return;
     }
-    const admission = this.#admission;
+    const admission = this.admission;
     const refusal = admission.refusal(arrival);
     if (refusal !== undefined) {
       this.refuse(path, steps, req, res, requestId, arrival, dialect, refusal, { connection: "close" });
@@ -193,7 +200,22 @@ export class HttpFront {
     const policy = steps[steps.length - 1]!.stream;
     const stream = request?.stream;
     const transport = stream === true ? "sse" : stream === false || policy === undefined ? undefined : negotiate(req.headers.accept, policy.transport);
-    const timeoutMs = policy !== undefined && transport === undefined ? config.streamTimeoutMs : config.timeoutMs;
+    let timeoutMs = policy !== undefined && transport === undefined ? config.streamTimeoutMs : config.timeoutMs;
+    // What it asks of its scheduling (a priority, a deadline of its own): a request that asks nothing pays two lookups.
+    const { headers } = req;
+    let priority = 0;
+    if (headers[PRIORITY_HEADER] !== undefined || headers[TIMEOUT_HEADER] !== undefined) {
+      let asked;
+      try {
+        asked = requestSchedule(headers[PRIORITY_HEADER], headers[TIMEOUT_HEADER], "ms");
+      } catch (err) {
+        if (!(err instanceof ShoalError)) throw err;
+        incoming.refuse(err);
+        return;
+      }
+      priority = asked.priority;
+      if (asked.timeoutMs !== undefined) timeoutMs = Math.min(timeoutMs, asked.timeoutMs);
+    }
     const waited = performance.now() - arrival;
     // A request that took its whole deadline to arrive is not queued at all.
     if (waited >= timeoutMs) {
@@ -215,13 +237,13 @@ export class HttpFront {
       reply.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
     }
     (res as Answering)[REPLY] = reply;
-    this.#admission.enter(steps, meta, arrival, timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, reply, transport !== undefined);
+    this.admission.enter(steps, meta, arrival, timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, reply, transport !== undefined, priority);
     res.on("close", dropTask);
   }
 
   /** Its body is in, refused, or its sender gone: it is in flight now only if it entered. */
   uploaded(upload: Upload): void {
-    this.#admission.uploaded(upload);
+    this.admission.uploaded(upload);
   }
 }
 

@@ -22,7 +22,16 @@ export interface StageMetrics {
   restart(): void;
   /** A worker reported its own metrics; `undefined` when it is gone. */
   workerReport(workerId: number, metrics: WorkerMetricsReport | undefined): void;
+  /** A queue rule did this to a task at its priority level (0: the queue has no levels). */
+  queueOutcome(outcome: QueueOutcome, level: number): void;
 }
+
+/**
+ * What a queue rule did to a task: `full` refused at its level's `maxQueueSize` (429), `timeout`
+ * answered 408 at its level's queue timeout, `delayed` put behind its level at its queue
+ * timeout, `expired` answered 408 when taken, its deadline passed: never sent to a worker.
+ */
+export type QueueOutcome = "full" | "timeout" | "delayed" | "expired";
 
 /** What one route's streams record. */
 export interface StreamMetrics {
@@ -95,6 +104,8 @@ export class Metrics {
   readonly #chunks: Histogram<"route">;
   readonly #activeStreams: Gauge<"route">;
   readonly #cancelled: Counter<"route" | "reason">;
+  readonly #queueOutcomes: Counter<"stage" | "model" | "level" | "outcome">;
+  readonly #requestsCancelled: Counter<"by">;
   readonly #streamRecorders = new Map<string, StreamMetrics>();
   readonly #workers = new Map<string, WorkerSnapshot>();
   readonly #answers = new Map<string, { latency: HistogramSeries; byCode: Map<number, CounterSeries> }>();
@@ -155,6 +166,14 @@ export class Metrics {
     this.#chunks = new Histogram({ name: name("stream_chunks"), help: "Chunks sent per stream", labelNames: ["route"], buckets: CHUNK_BUCKETS, registers });
     this.#activeStreams = new Gauge({ name: name("streams_active"), help: "Streams whose first chunk was sent and that have not ended", labelNames: ["route"], registers });
     this.#cancelled = new Counter({ name: name("stream_cancellations_total"), help: "Streams cut short, by reason: client (disconnected), deadline, slow_client (its backlog was full), error (its Worker failed it)", labelNames: ["route", "reason"], registers });
+    this.#queueOutcomes = new Counter({ name: name("queue_outcomes_total"), help: "What the queue rules did to requests, by priority level (0: the queue has none): full (429 at the level's maxQueueSize), timeout (408 at its queue timeout), delayed (put behind its level), expired (408 when taken: its deadline passed, never computed)", labelNames: ["stage", "model", "level", "outcome"], registers });
+    this.#requestsCancelled = new Counter({ name: name("requests_cancelled_total"), help: "Requests cancelled before their answer, by how: id (DELETE /v2/requests/{id}), grpc (the client cancelled its call)", labelNames: ["by"], registers });
+    this.#requestsCancelled.labels("id").inc(0);
+  }
+
+  /** `count` requests were cancelled, by id or by their gRPC call. */
+  cancelled(by: "id" | "grpc", count = 1): void {
+    this.#requestsCancelled.labels(by).inc(count);
   }
 
   /** The recorder of one route's streams. */
@@ -210,6 +229,7 @@ export class Metrics {
       retried: (runs) => retries.inc(runs),
       restart,
       workerReport: (workerId, metrics) => this.#workerReport(owner, workerId, metrics),
+      queueOutcome: (outcome, level) => this.#queueOutcomes.labels({ ...owner, level: String(level), outcome }).inc(),
     };
   }
 

@@ -1,7 +1,7 @@
 import { ShoalError } from "../errors.js";
 import type { Metrics, StageMetrics } from "../metrics/registry.js";
 import { BatchQueue } from "../scheduling/batch-queue.js";
-import { Fifo } from "../scheduling/fifo.js";
+import { queueOrderOf } from "../scheduling/priority-order.js";
 import type { Delivery, Flight, ItemSuccess } from "../scheduling/dispatcher.js";
 import type { Step, Task } from "../scheduling/task.js";
 import type { ModelSpec } from "./repository.js";
@@ -154,12 +154,14 @@ export class ModelVersion implements Step {
       policy,
       capacity,
       owner: `model ${this.label}`,
-      order: new Fifo(),
+      // Its levels are those of the settings it was first made with: a reload keeps its queue.
+      order: queueOrderOf(spec.settings),
       wake: () => hosting.pump(),
       waited: (ms) => {
         this.metrics.queueWait(ms);
         this.stats.queued(ms);
       },
+      counted: (outcome, level) => this.metrics.queueOutcome(outcome, level),
     });
   }
 

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { V2_DATATYPES } from "../tensor/datatypes.js";
 import type { TensorMetadata } from "../v2/types.js";
+import { checkPrioritySettings, prioritySettingsShape } from "../stage-options.js";
 
 export type { TensorMetadata };
 
@@ -48,7 +49,9 @@ export const modelSettingsSchema = z.strictObject({
   /** Metadata of a module runtime's inputs and outputs (an ONNX model reports its own). */
   inputs: z.array(tensorMetadata).optional(),
   outputs: z.array(tensorMetadata).optional(),
-});
+  /** Priority levels and queue policies, Triton's names in camelCase (docs/scheduling.md). */
+  ...prioritySettingsShape,
+}).superRefine(checkPrioritySettings);
 
 /** Settings as written: defaults may be left out. */
 export type ModelSettingsInput = z.input<typeof modelSettingsSchema>;

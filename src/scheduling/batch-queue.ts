@@ -1,4 +1,5 @@
 import { ShoalError } from "../errors.js";
+import type { QueueOutcome } from "../metrics/registry.js";
 import { decideBatch, type BatchPolicy } from "./batcher.js";
 import type { QueueOrder } from "./queue-order.js";
 import type { Task } from "./task.js";
@@ -16,6 +17,8 @@ export interface BatchQueueOptions {
   wake: () => void;
   /** Records how long each task that leaves waited, in ms. */
   waited: (ms: number) => void;
+  /** Records what a queue rule did to a task, at its priority level (0: the queue has none). */
+  counted?: (outcome: QueueOutcome, level: number) => void;
   /** The clock of tasks' arrivals and deadlines (`performance.now()` unless given). */
   now?: () => number;
 }
@@ -34,10 +37,25 @@ export class BatchQueue {
   readonly wake: () => void;
   readonly waited: (ms: number) => void;
   readonly now: () => number;
+  readonly counted: (outcome: QueueOutcome, level: number) => void;
   /** Tasks waiting, none of them settled, in the order they leave. */
   readonly #queue: QueueOrder<Task>;
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Infinity;
+  // The order's own timeouts, when it has some (a priority order's queue timeouts).
+  #expiry: NodeJS.Timeout | undefined;
+  #expiryAt = Infinity;
+  // What the order's `expire` calls back, made once: the task leaves unserved, or goes behind its level.
+  #expireAt = 0;
+  readonly #expired = (task: Task, level: number): void => {
+    const now = this.#expireAt;
+    task.queuedIn = null;
+    task.queueMs += now - task.enqueuedAt;
+    const deadline = task.deadline <= now;
+    this.counted(deadline ? "expired" : "timeout", level);
+    task.fail(new ShoalError("TIMEOUT", deadline ? "the deadline passed while the request was queued" : `the queue timeout of priority level ${level} passed`));
+  };
+  readonly #delayed = (level: number): void => this.counted("delayed", level);
 
   constructor(options: BatchQueueOptions) {
     this.policy = options.policy;
@@ -46,6 +64,7 @@ export class BatchQueue {
     this.wake = options.wake;
     this.waited = options.waited;
     this.now = options.now ?? (() => performance.now());
+    this.counted = options.counted ?? (() => {});
     this.#queue = options.order;
   }
 
@@ -59,10 +78,19 @@ export class BatchQueue {
    * full; one coming from an earlier stage was already accepted and is always queued.
    */
   admit(task: Task): ShoalError | undefined {
-    if (task.ingress && this.#queue.length >= this.capacity) return new ShoalError("QUEUE_FULL", `the queue of ${this.owner} is full`);
+    const queue = this.#queue;
+    if (task.ingress && queue.length >= this.capacity) return new ShoalError("QUEUE_FULL", `the queue of ${this.owner} is full`);
+    if (queue.place !== undefined) {
+      const refused = queue.place(task);
+      if (refused !== undefined) {
+        if (refused.code === "QUEUE_FULL") this.counted("full", task.level);
+        return refused;
+      }
+    }
     task.enqueuedAt = this.now();
     task.queuedIn = this;
-    this.#queue.push(task);
+    queue.push(task);
+    if (queue.nextExpiry !== undefined) this.#armExpiry();
     return undefined;
   }
 
@@ -80,6 +108,7 @@ export class BatchQueue {
    * those are answered 408 here and never dispatched.
    */
   next(size?: (send: number) => number): Task[] | undefined {
+    if (this.#queue.expire !== undefined) this.#expire();
     const head = this.#queue.peek();
     if (head === undefined) return undefined;
     const now = this.now();
@@ -112,6 +141,7 @@ export class BatchQueue {
       const waited = now - task.enqueuedAt;
       task.queueMs += waited;
       if (task.deadline <= now) {
+        this.counted("expired", task.level);
         task.fail(new ShoalError("TIMEOUT", "the deadline passed while the request was queued"));
         continue;
       }
@@ -119,6 +149,27 @@ export class BatchQueue {
       tasks.push(task);
     }
     return tasks;
+  }
+
+  // The order's timeouts at this moment: what must leave unserved is answered 408 (never sent).
+  #expire(): void {
+    this.#expireAt = this.now();
+    this.#queue.expire!(this.#expireAt, this.#expired, this.#delayed);
+    this.#armExpiry();
+  }
+
+  // One timer, at the order's next timeout, so that a 408 of its own is answered on time even while every worker is busy.
+  #armExpiry(): void {
+    const at = this.#queue.nextExpiry!();
+    if (at === this.#expiryAt) return;
+    clearTimeout(this.#expiry);
+    this.#expiryAt = at;
+    if (at === Infinity) return;
+    this.#expiry = setTimeout(() => {
+      this.#expiry = undefined;
+      this.#expiryAt = Infinity;
+      this.#expire();
+    }, Math.max(0, at - this.now()));
   }
 
   #wakeAt(at: number, now: number): void {

@@ -7,7 +7,7 @@ import type { RequestLimits } from "../workers/messages.js";
 import type { Pool } from "../workers/pool.js";
 import type { RestartLimit } from "../workers/restart-policy.js";
 import { BatchQueue } from "./batch-queue.js";
-import { Fifo } from "./fifo.js";
+import { queueOrderOf } from "./priority-order.js";
 import type { BatchPolicy } from "./batcher.js";
 import { Dispatcher, type Chooser, type Delivery, type Flight, type ItemSuccess } from "./dispatcher.js";
 import { SubItems } from "./sub-items.js";
@@ -72,7 +72,7 @@ export class Stage implements Step, Chooser, Delivery {
     this.logFields = { stage: name };
     this.#subItems = context.metrics.subItems(name, options.fanOut === undefined ? [] : options.routes);
     this.#size = this.batches ? undefined : () => this.#sendSize();
-    this.#queue = new BatchQueue({ policy: this.policy, capacity: context.capacity, owner: `stage ${name}`, order: new Fifo(), wake: () => this.dispatcher.pump(), waited: (ms) => this.metrics.queueWait(ms) });
+    this.#queue = new BatchQueue({ policy: this.policy, capacity: context.capacity, owner: `stage ${name}`, order: queueOrderOf(options.priority), wake: () => this.dispatcher.pump(), waited: (ms) => this.metrics.queueWait(ms), counted: (outcome, level) => this.metrics.queueOutcome(outcome, level) });
     this.dispatcher = new Dispatcher(
       {
         name,

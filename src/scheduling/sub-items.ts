@@ -88,6 +88,7 @@ export class SubItems implements Queue {
       const child = new Task(steps, parent.meta, parent.deadline, values[i], transfers[i], items.#reply(i));
       child.stepIndex = parent.stepIndex + 1;
       child.trace = parent.trace;
+      child.priority = parent.priority;
       items.#children.push(child);
       const refused = child.start();
       if (refused !== undefined) child.fail(refused);

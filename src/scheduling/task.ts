@@ -74,6 +74,12 @@ export class Task {
   control: ((action: StreamAction) => void) | undefined;
   /** Its slot in the serving core's ledger while it is in flight (-1: none; serving/ledger.ts). */
   ledgerSlot = -1;
+  /** The priority its request asked: 1 is the highest level, 0 the queue's default (docs/scheduling.md). */
+  priority = 0;
+  /** Its priority level in the queue that holds it (1 the highest), set by a queue with levels; 0: the queue has none. */
+  level = 0;
+  /** Its place in a queue order that keeps one (a priority order's), while it is queued there. */
+  orderSlot: object | undefined = undefined;
 
   readonly #reply: Reply;
 

@@ -38,15 +38,16 @@ export class AccessPolicy {
   /**
    * Why a control request with these headers is refused (403 while model control is off or for
    * an origin not listed by name, 401 without the right token), or undefined when it may go on.
+   * `cancels`: it would cancel requests by id (docs/scheduling.md), not load or unload models.
    */
-  control(origin: string | undefined, authorization: string | undefined): Refusal | undefined {
+  control(origin: string | undefined, authorization: string | undefined, cancels = false): Refusal | undefined {
     if (!this.#open) {
-      return { error: new ShoalError("FORBIDDEN", "model control is off; start the server with --model-control explicit to load and unload models") };
+      return { error: new ShoalError("FORBIDDEN", `model control is off; start the server with --model-control explicit to ${cancels ? "cancel requests by id" : "load and unload models"}`) };
     }
     // A browser sends Origin with every cross-site POST, a text/plain one with no preflight
     // included: only an origin the operator named may drive the server from a web page.
     if (origin !== undefined && !this.#listed.has(origin.toLowerCase())) {
-      return { error: new ShoalError("FORBIDDEN", `origin '${origin.slice(0, 200)}' may not load or unload models; list it in --cors-origins`) };
+      return { error: new ShoalError("FORBIDDEN", `origin '${origin.slice(0, 200)}' may not ${cancels ? "cancel requests" : "load or unload models"}; list it in --cors-origins`) };
     }
     if (this.#tokenDigest !== undefined && !this.#tokenMatches(authorization)) {
       const why = authorization === undefined ? "this request needs 'Authorization: Bearer <admin token>'" : "the admin token is not right";

@@ -114,11 +114,13 @@ export class Admission {
   /**
    * Makes the task of a request that is in, with its deadline timer (`timeoutMs` after
    * `arrival`), counts it in flight and queues it at its first step; one refused there (a full
-   * queue, a server that gave up) is failed at once. `streamed`: its client takes a stream.
+   * queue, a server that gave up) is failed at once. `streamed`: its client takes a stream;
+   * `priority`: the level it asked (0: its queue's default; serving/request-schedule.ts).
    */
-  enter(steps: readonly Step[], meta: RequestMeta, arrival: number, timeoutMs: number, payload: unknown, transfer: ArrayBuffer[] | undefined, reply: Entrant, streamed = false): Task {
+  enter(steps: readonly Step[], meta: RequestMeta, arrival: number, timeoutMs: number, payload: unknown, transfer: ArrayBuffer[] | undefined, reply: Entrant, streamed = false, priority = 0): Task {
     const task = new Task(steps, meta, arrival + timeoutMs, payload, transfer, reply);
     task.streamed = streamed;
+    task.priority = priority;
     reply.task = task;
     reply.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${Math.max(0, Math.round(timeoutMs))} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));
     this.#accepted.add(task);
@@ -126,6 +128,21 @@ export class Admission {
     const refused = this.#abandoned ?? task.start();
     if (refused !== undefined) task.fail(refused);
     return task;
+  }
+
+  /**
+   * Cancels every admitted request whose id is `requestId` (an id a client chose may be shared):
+   * each is answered 409 at once; one queued never reaches a worker, a stream stops between
+   * chunks, and the answer of one in a running batch is dropped when it comes. How many it cancelled.
+   */
+  cancel(requestId: string): number {
+    let cancelled = 0;
+    for (const task of this.#accepted.list()) {
+      if (task.meta.requestId !== requestId || task.settled) continue;
+      task.fail(new ShoalError("CANCELLED", `request ${requestId} was cancelled`));
+      cancelled++;
+    }
+    return cancelled;
   }
 
   /** The task of an admitted request has settled: its reply's `release` says so. */

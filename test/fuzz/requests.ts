@@ -131,6 +131,9 @@ function extraHeaders(r: Random, target: FuzzTarget, control: boolean): [string,
     const token = target.adminToken;
     headers.push(["authorization", r.weighted([[6, `Bearer ${token}`], [1, `bearer ${token}`], [1, "Bearer wrong"], [1, `Bearer ${token}x`], [1, `Bearer ${token.slice(0, -1)}`], [1, "Basic YWRtaW46YWRtaW4="], [1, "Bearer "], [1, `Bearer ${"t".repeat(3000)}`]])]);
   }
+  // What a request asks of its scheduling, well-formed or not (docs/scheduling.md).
+  if (r.chance(0.08)) headers.push(["x-shoal-priority", r.pick(["0", "1", "2", "3", "99", "-1", "abc", "", " 1 ", "1.5", "9".repeat(30)])]);
+  if (r.chance(0.05)) headers.push(["x-shoal-timeout-ms", r.pick(["1", "50", "1000", "0", "-5", "x", "99999999999", "1e3"])]);
   if (r.chance(0.05)) headers.push(["access-control-request-method", r.pick(["POST", "DELETE", "GET"])]);
   if (r.chance(0.05)) headers.push(["access-control-request-headers", r.pick(["content-type", "authorization", "x-request-id, inference-header-content-length"])]);
   if (r.chance(0.05)) headers.push(["accept", r.pick(["*/*", "application/msgpack", "text/html", ""])]);
@@ -216,6 +219,13 @@ function controlDraft(r: Random, raw: boolean): Draft {
   return { method: "POST", path, body, contentType: r.pick(["application/json", "text/plain", "application/x-www-form-urlencoded"]) };
 }
 
+// A cancel by id, of an id some other request of the run may carry, or of none.
+function cancelDraft(r: Random, raw: boolean): Draft {
+  const id = r.pick(["abc", "second", "", "a".repeat(200), "%00", "%ZZ", "../../etc", "x".repeat(3000), String(r.uint32())]);
+  const path = r.chance(0.8) ? `/v2/requests/${raw ? id : encodeURIComponent(id)}` : joinPath(r, ["v2", "requests", spell(r, id, raw)]);
+  return { method: r.chance(0.85) ? "DELETE" : r.pick(METHODS), path };
+}
+
 function pathDraft(r: Random, raw: boolean): Draft {
   const draft: Draft = { method: r.pick(METHODS), path: anyPath(r, raw, KNOWN) };
   if (r.chance(0.5)) {
@@ -255,6 +265,7 @@ const KINDS: readonly (readonly [number, string, (r: Random, raw: boolean) => Dr
   [2, "v2:server", (r) => serverDraft(r)],
   // Loads cost a model's start-up each: a few are enough to race them with everything else.
   [0.5, "v2:control", (r, raw) => controlDraft(r, raw)],
+  [1, "v2:cancel", (r, raw) => cancelDraft(r, raw)],
   [3, "compressed", (r, raw) => compressedDraft(r, raw)],
   [3, "builtin", (r) => ({ method: "GET", path: r.pick(BUILTIN) })],
   [3, "path", (r, raw) => pathDraft(r, raw)],
@@ -275,7 +286,7 @@ export function generate(seed: number, index: number, target: FuzzTarget): FuzzR
   else if (r.chance(0.03) && body !== undefined) body = body.subarray(0, r.int(0, body.length));
   const headers: [string, string][] = [...(draft.headers ?? [])];
   if (contentType !== undefined && contentType !== "") headers.push(["content-type", contentType]);
-  headers.push(...extraHeaders(r, target, kind === "v2:control"));
+  headers.push(...extraHeaders(r, target, kind === "v2:control" || kind === "v2:cancel"));
   const chunked = body !== undefined && body.length > 0 && r.chance(0.1);
   if (!raw) {
     const request: FuzzRequest = { index, kind, method, path: draft.path, headers, body, chunked, raw: undefined };

@@ -162,7 +162,8 @@ function streamProblem(type: string | undefined, body: string, misfit: boolean):
       return true;
     }
     const message = errorMessage(parsed, false) ?? errorMessage(parsed, true);
-    return message === undefined || !(message.startsWith("request timeout: ") || (misfit && (MISFIT_ERROR.test(message) || message.startsWith("bad request: "))));
+    // A stream ends with an error event at its deadline, or when a cancel by id stops it (docs/scheduling.md).
+    return message === undefined || !(message.startsWith("request timeout: ") || message.startsWith("cancelled: ") || (misfit && (MISFIT_ERROR.test(message) || message.startsWith("bad request: "))));
   });
   return error === undefined ? undefined : `a stream that failed: ${error}`;
 }
