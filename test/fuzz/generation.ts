@@ -55,6 +55,22 @@ function common(r: Random): Record<string, Json> {
   return fields;
 }
 
+/** A POST to `/v1/embeddings`: inputs as text, lists of text, token ids, or none of these. */
+export function embeddingsDraft(r: Random): GenerationDraft {
+  const near: Record<string, Json> = { model: r.weighted<Json>([[8, "fuzz-embed"], [1, OPENAI_MODEL], [1, "text-embedding-3-small"], [1, 7]]) };
+  near.input = r.weighted<Json>([
+    [4, text(r)],
+    [3, Array.from({ length: r.skewed(1, 8) }, () => text(r))],
+    [2, Array.from({ length: r.skewed(1, 8) }, () => r.int(0, 30000))],
+    [1, [[1, 2, 3], [4, 5]]],
+    [1, r.pick<Json>([[], "", null, 5, [1, "a"], [[1, "a"]], [-1], [1.5], [[]], {}])],
+  ]);
+  if (r.chance(0.3)) near.encoding_format = r.pick<Json>(["float", "base64", "hex", null, 1]);
+  if (r.chance(0.1)) near.dimensions = r.pick<Json>([8, 0, "x"]);
+  if (r.chance(0.1)) near.user = r.pick<Json>(["u", 5]);
+  return { method: "POST", path: "/v1/embeddings", body: bend(r, near), contentType: "application/json" };
+}
+
 /** A POST to `/v1/completions` or `/v1/chat/completions`, or a request to `/v1/models`. */
 export function openAIDraft(r: Random, endpoint: "completions" | "chat" | "models"): GenerationDraft {
   if (endpoint === "models") return { method: r.weighted([[6, "GET"], [1, "HEAD"], [1, "POST"], [1, "DELETE"]]), path: r.pick(["/v1/models", "/v1/models/", "/v1", "/v1/embeddings", "/v1/models/fuzz-echo"]) };

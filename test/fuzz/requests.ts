@@ -13,7 +13,7 @@ import { anyPath, joinPath, MODEL_NAMES, modelPath, spell } from "./paths.js";
 import { Random } from "./random.js";
 import { requestBytes } from "./raw-http.js";
 import { v2Body } from "./v2.js";
-import { answerTwiceDraft, generateDraft, openAIDraft, type GenerationDraft } from "./generation.js";
+import { answerTwiceDraft, embeddingsDraft, generateDraft, openAIDraft, type GenerationDraft } from "./generation.js";
 
 /** One generated request. */
 export interface FuzzRequest {
@@ -257,6 +257,7 @@ const KINDS: readonly (readonly [number, string, (r: Random, raw: boolean) => Dr
   [3, "openai:completions", (r) => openAIDraft(r, "completions")],
   [3, "openai:chat", (r) => openAIDraft(r, "chat")],
   [1, "openai:models", (r) => openAIDraft(r, "models")],
+  [2, "openai:embeddings", (r) => embeddingsDraft(r)],
   [3, "v2:generate", (r) => generateDraft(r)],
   [2, "answers:twice", (r) => answerTwiceDraft(r)],
   [8, "v2:infer-json", (r, raw) => inferDraft(r, false, raw)],
