@@ -3,7 +3,7 @@
  * OpenAI embeddings body ({@link EmbeddingRequest}) and gets OpenAI's answer. Requests are
  * batched; the texts of all the requests of a batch share model runs by token count (minilm.ts).
  */
-import { EmbeddingRequest, embeddingInputs, embeddingResponse, json, type EmbeddingResponse, type RequestMeta } from "shoal";
+import { EmbeddingRequest, embeddingInputs, embeddingResponse, type EmbeddingResponse } from "shoal";
 import { OnnxWorker } from "shoal/onnx";
 import { MODEL_NAME, MiniLmTokenizer, embed, modelFiles } from "./minilm.js";
 
@@ -19,18 +19,6 @@ export class Embeddings extends OnnxWorker {
   override async init(): Promise<void> {
     await super.init();
     this.#tokenizer = new MiniLmTokenizer();
-  }
-
-  override decode(body: Uint8Array): unknown {
-    return json.decode(body);
-  }
-
-  override encode(output: unknown): Uint8Array {
-    return json.encode(output);
-  }
-
-  override responseType(_meta?: RequestMeta): string {
-    return json.contentType;
   }
 
   override async forward(requests: EmbeddingRequest[]): Promise<(EmbeddingResponse | Error)[]> {

@@ -3,7 +3,6 @@
  * stacked into one run; each request gets `{"top": [{"label", "score"}, ...]}`, its k most likely
  * classes.
  */
-import { json } from "shoal";
 import { OnnxWorker } from "shoal/onnx";
 import { IMAGE_ELEMENTS, SIDE, modelFiles, readLabels, topK, type Guess } from "./imagenet.js";
 import type { Prepared } from "./image-prep.js";
@@ -17,14 +16,6 @@ export class Classifier extends OnnxWorker {
   override async init(): Promise<void> {
     await super.init();
     this.#labels = readLabels();
-  }
-
-  override encode(output: unknown): Uint8Array {
-    return json.encode(output);
-  }
-
-  override responseType(): string {
-    return json.contentType;
   }
 
   override async forward(items: Prepared[]): Promise<{ top: Guess[] }[]> {

@@ -4,7 +4,6 @@
  * share model runs by word count (classify.ts).
  */
 import { z } from "zod";
-import { json, type RequestMeta } from "shoal";
 import { OnnxWorker } from "shoal/onnx";
 import { words, type DraculaVocabulary } from "../../scripts/models/dracula-inputs.js";
 import { MAX_WORDS, classify, modelFiles, readVocabulary, type Sentiment as Answer } from "./classify.js";
@@ -36,18 +35,6 @@ export class Sentiment extends OnnxWorker {
   override async init(): Promise<void> {
     await super.init();
     this.#vocabulary = readVocabulary();
-  }
-
-  override decode(body: Uint8Array): unknown {
-    return json.decode(body);
-  }
-
-  override encode(output: unknown): Uint8Array {
-    return json.encode(output);
-  }
-
-  override responseType(_meta?: RequestMeta): string {
-    return json.contentType;
   }
 
   override forward(requests: z.infer<typeof Input>[]): Promise<Answer[]> {

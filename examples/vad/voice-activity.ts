@@ -50,14 +50,6 @@ export class VoiceActivity extends OnnxWorker {
     return decodeAudio(body, meta);
   }
 
-  override encode(output: unknown): Uint8Array {
-    return json.encode(output);
-  }
-
-  override responseType(): string {
-    return json.contentType;
-  }
-
   override async forward(requests: unknown[]): Promise<(Detection | Error)[]> {
     const audios = requests.map((request) => {
       try {

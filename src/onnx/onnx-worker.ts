@@ -133,14 +133,18 @@ export class OnnxWorker extends Worker {
     this.#stacks = this.inputs.some((s) => s.batchAxis !== undefined) && this.outputs.every((s) => s.batchAxis !== undefined);
     this.example ??= zeroExample(this.inputs);
     const floats = this.inputs.filter((s): s is TensorSpec & { type: "float32" | "float64" } => s.type === "float32" || s.type === "float64");
-    if (this.forward === OnnxWorker.prototype.forward && floats.length > 0) this.#floatInputs = new Map(floats.map((s) => [s.name, s.type]));
+    if (!this.#ownForward() && floats.length > 0) this.#floatInputs = new Map(floats.map((s) => [s.name, s.type]));
     if (this.workerId <= 1) {
       this.log.info(`loaded ${this.model}`, { inputs: signature(this.inputs), outputs: signature(this.outputs), intraOpThreads, batches: this.#stacks });
     }
   }
 
-  /** Reads the request as MessagePack when its content-type says so, as JSON otherwise. */
+  /**
+   * Reads the request as MessagePack when its content-type says so, as JSON otherwise. A subclass
+   * with a `forward()` of its own reads with its `codec`, as any Worker does: its requests are its own.
+   */
   override decode(body: Uint8Array, meta?: RequestMeta): unknown {
+    if (this.#ownForward()) return super.decode(body, meta);
     const codec = codecFor(meta);
     if (codec === json && this.#floatInputs !== undefined) {
       const tensors = readFloatTensors(body, this.#floatInputs, this.limits.maxTensorElements);
@@ -152,9 +156,10 @@ export class OnnxWorker extends Worker {
   /**
    * Writes one field per output: nested arrays in JSON (float32 in its shortest digits, see
    * tensor-json.ts); in MessagePack `{ data, shape, type }` with `data` the raw little-endian
-   * bytes (`bin`).
+   * bytes (`bin`). A subclass with a `forward()` of its own writes its answers with its `codec`.
    */
   override encode(output: unknown, meta?: RequestMeta): Uint8Array {
+    if (this.#ownForward()) return super.encode(output, meta);
     const tensors = output as Tensors;
     if (codecFor(meta) !== msgpack) return tensorsToJson(tensors);
     const body: Record<string, unknown> = {};
@@ -162,9 +167,14 @@ export class OnnxWorker extends Worker {
     return msgpack.encode(body);
   }
 
-  /** The response's content-type: the request's format. */
+  /** The response's content-type: the request's format (the `codec`'s, for a `forward()` of a subclass's own). */
   override responseType(meta?: RequestMeta): string {
-    return codecFor(meta).contentType;
+    return this.#ownForward() ? super.responseType(meta) : codecFor(meta).contentType;
+  }
+
+  // Whether a subclass answers with a forward() of its own rather than with tensors by name.
+  #ownForward(): boolean {
+    return this.forward !== OnnxWorker.prototype.forward;
   }
 
   /**
