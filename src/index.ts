@@ -12,6 +12,7 @@ export { TextRequest, TextChunk, ChatMessage } from "./text-generation.js";
 export { EmbeddingRequest, embeddingInputs, embeddingResponse, MAX_EMBEDDING_INPUTS, type EmbeddingResponse } from "./embeddings.js";
 export { ModelWorker, type ModelInput, type ModelOutput, type ModelResult, type ModelTensor } from "./model-worker.js";
 export { SettingsError, type ModelSettingsInput as ModelSettings } from "./models/settings.js";
+export { python, type PythonOptions } from "./python.js";
 export { typed, typedBatch, type ItemWorker, type BatchWorker, type WorkerSchemas } from "./typed-worker.js";
 export type { Schema } from "./schema.js";
 export type { StageOptions, Isolation, PrioritySettings, QueuePolicySettings } from "./stage-options.js";

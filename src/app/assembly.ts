@@ -18,7 +18,8 @@ import type { WorkerClass } from "../worker.js";
 import type { ChannelFactory } from "../workers/channel.js";
 import type { RequestLimits } from "../workers/messages.js";
 import { RestartLimit } from "../workers/restart-policy.js";
-import { processChannel } from "../workers/process-channel.js";
+import { commandChannel, processChannel } from "../workers/process-channel.js";
+import { pythonLaunch } from "../python.js";
 import { threadChannel } from "../workers/thread-channel.js";
 import { GrpcFront } from "../grpc/grpc-front.js";
 import { ApiDocs } from "../http/docs.js";
@@ -130,7 +131,8 @@ export function build(declared: Declared, config: ServerConfig, logger: Logger, 
   const context = { moduleUrl: mainModuleUrl(), capacity: config.capacity, timeoutMs: config.timeoutMs, streamTimeoutMs: config.streamTimeoutMs, limits: requestLimits(config), logger, metrics, restarts };
   const stages = declared.specs.map((spec, index) => {
     const options = oneWorker ? { ...spec.options, num: 1, env: spec.options.env?.slice(0, 1) } : spec.options;
-    return new Stage(spec.name, index, spec.cls.name, options, { ...context, channel: CHANNELS[options.isolation] });
+    const launch = pythonLaunch(spec.cls);
+    return new Stage(spec.name, index, spec.cls.name, options, { ...context, channel: launch === undefined ? CHANNELS[options.isolation] : commandChannel(launch) });
   });
   const routes = new Map<string, Route>();
   for (const stage of stages) {

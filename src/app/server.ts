@@ -6,6 +6,7 @@ import type { ModelSources } from "../models/catalog.js";
 import { parseSettings, type ModelSettingsInput } from "../models/settings.js";
 import { checkRouteModel, type RouteModelOptions } from "../serving/route-model.js";
 import { resolveStageOptions, type StageOptions } from "../stage-options.js";
+import { pythonLaunch } from "../python.js";
 import type { WorkerClass } from "../worker.js";
 import { workerContext } from "../workers/context.js";
 import type { OpenAIModel } from "./apis.js";
@@ -53,6 +54,11 @@ export class Server {
       throw new TypeError("appendWorker() takes a class that extends Worker and has a forward() method");
     }
     const name = `${worker.name}_${this.#specs.length + 1}`;
+    // A Python class's workers are processes of their own.
+    if (pythonLaunch(worker) !== undefined) {
+      if (options.isolation === "thread") throw new TypeError(`invalid stage ${name}: a Python stage runs its workers as processes; leave out isolation: "thread"`);
+      options = { ...options, isolation: "process" };
+    }
     this.#specs.push({ cls: worker, name, options: resolveStageOptions(name, options, worker) });
     workerContext()?.stages.push(worker);
     return this;

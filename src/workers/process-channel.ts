@@ -8,20 +8,30 @@ import { errorToWire } from "../errors.js";
 import { withMallocTunables } from "./allocator.js";
 import type { Channel, ChannelEvents, ChannelFactory } from "./channel.js";
 import type { ItemResult, ResultMessage, ToWorker, WorkerBoot } from "./messages.js";
+import type { Launch } from "./process-launch.js";
 import { signalExit } from "./restart-policy.js";
 import { transferablesOf } from "./transfer.js";
 import { FrameDecoder, SOCKET_ENV, encodeFrame, type WireMessage } from "./wire.js";
 
 const ENTRY = fileURLToPath(new URL("./process-main.js", import.meta.url));
 
+// A Node.js worker: `process.execPath` with this process's `execArgv`, so a loader such as tsx
+// applies there too, and with its arguments, so a server module that reads them registers the
+// same stages.
+const nodeWorker = (): Launch => ({ file: process.execPath, args: [...process.execArgv, ENTRY, ...process.argv.slice(2)] });
+
 /**
- * Runs a worker in a child process and talks to it in the frames of wire.ts over a Unix socket.
- * The child runs `process.execPath` with this process's `execArgv`, so a loader such as tsx
- * applies there too, and with its arguments, so a server module that reads them registers the
- * same stages. The stage's per-worker `env` is the child's real process environment. Its stdout
- * and stderr are the coordinator's.
+ * Runs a worker in a child process and talks to it in the frames of wire.ts over a Unix socket:
+ * a Node.js process that serves the stage's Worker class (process-main.ts). The stage's
+ * per-worker `env` is the child's real process environment. Its stdout and stderr are the
+ * coordinator's.
  */
-export const processChannel: ChannelFactory = (boot, env, events) => new ProcessChannel(boot, env, events);
+export const processChannel: ChannelFactory = (boot, env, events) => new ProcessChannel(nodeWorker(), boot, env, events);
+
+/** Runs each worker as `launch`, a program of any language that speaks the wire protocol (a Python stage's, say). */
+export function commandChannel(launch: Launch): ChannelFactory {
+  return (boot, env, events) => new ProcessChannel(launch, boot, env, events);
+}
 
 class ProcessChannel implements Channel {
   readonly #events: ChannelEvents;
@@ -42,7 +52,10 @@ class ProcessChannel implements Channel {
   #cleaned = false;
   #reported = false;
 
-  constructor(boot: WorkerBoot, env: Record<string, string> | undefined, events: ChannelEvents) {
+  readonly #launch: Launch;
+
+  constructor(launch: Launch, boot: WorkerBoot, env: Record<string, string> | undefined, events: ChannelEvents) {
+    this.#launch = launch;
     this.#events = events;
     this.#dir = mkdtempSync(join(tmpdir(), "shoal-"));
     const path = join(this.#dir, "worker.sock");
@@ -80,7 +93,9 @@ class ProcessChannel implements Channel {
 
   #spawn(path: string, env: Record<string, string> | undefined): void {
     if (this.#terminated) return;
-    const child = spawn(process.execPath, [...process.execArgv, ENTRY, ...process.argv.slice(2)], {
+    const { file, args, cwd } = this.#launch;
+    const child = spawn(file, args, {
+      cwd,
       env: withMallocTunables({ ...process.env, ...env, [SOCKET_ENV]: path }),
       stdio: ["ignore", "inherit", "inherit"],
       // Its own process group, so that Ctrl-C in a terminal reaches only the coordinator, which

@@ -1,0 +1,52 @@
+"""Errors a worker raises, each with the code of Shoal's error table that sets its HTTP status."""
+
+
+class ShoalError(Exception):
+    """An error whose message the client may see. ``code`` picks the status (docs/protocol.md, section 5)."""
+
+    code = "SERVER"
+
+    def __init__(self, message: str = ""):
+        super().__init__(message)
+        self.message = message
+
+
+class BadRequestError(ShoalError):
+    """400: the client can fix the request."""
+
+    code = "BAD_REQUEST"
+
+
+class DecodingError(ShoalError):
+    """400: the request body could not be decoded."""
+
+    code = "DECODING"
+
+
+class ValidationError(ShoalError):
+    """422: the input decoded but is invalid."""
+
+    code = "VALIDATION"
+
+
+class EncodingError(ShoalError):
+    """500: the output could not be encoded."""
+
+    code = "ENCODING"
+
+
+class ServerError(ShoalError):
+    """500 with a message the client sees."""
+
+    code = "SERVER"
+
+
+def to_wire(err: BaseException, code: str = "INTERNAL") -> dict:
+    """The error map of the protocol: a ShoalError's code and message; anything else is ``code``
+    (INTERNAL by default) with its traceback for the server's log only."""
+    if isinstance(err, ShoalError):
+        return {"code": err.code, "message": err.message}
+    import traceback
+
+    stack = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    return {"code": code, "message": "", "stack": stack}
