@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ROOT, assertError, post, runToExit, startServer, waitFor, type ServerProcess } from "./helpers.js";
+import { ROOT, assertError, metric, post, runToExit, sleep, startServer, waitFor, type ServerProcess } from "./helpers.js";
 import { pythonSdk } from "./python-helpers.js";
 
 const sdk = pythonSdk();
@@ -81,6 +81,27 @@ describe("Python workers", { skip: sdk.skip ?? false }, () => {
     const next = await post(`${server.url}/spell`, { text: "hi" }, { accept: "application/json" });
     assert.deepEqual(next.json, [{ letter: "h" }, { letter: "i" }]);
     assert.ok(performance.now() - started < 4000, `the next stream waited ${Math.round(performance.now() - started)} ms`);
+  });
+
+  test("a client that reads slower than a Python stream pauses its generator until it catches up", async () => {
+    const n = 400;
+    const res = await fetch(`${server.url}/flood`, { method: "POST", headers: { accept: "application/x-ndjson" }, body: JSON.stringify({ n, size: 65_536 }) });
+    const reader = res.body!.getReader();
+    await reader.read();
+    // The client reads nothing for a while: the generator stops once the socket and the
+    // stream's buffer are full, far short of the 25 MiB it would make.
+    await sleep(1500);
+    const made = await metric(server.url, "flood_chunks_total", { stage: "Flood_8" });
+    assert.ok(made !== undefined && made < n / 2, `the generator made ${made} of ${n} chunks for a client that read none`);
+    const decoder = new TextDecoder();
+    let text = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    const lines = text.split("\n").filter((l) => l.startsWith("{"));
+    assert.equal(lines.at(-1) === undefined ? -1 : JSON.parse(lines.at(-1)!).i, n - 1);
   });
 
   test("a Python worker's log lines and metrics reach the server's", async () => {
