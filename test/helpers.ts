@@ -44,11 +44,12 @@ export function runtimeCommand(script: string, args: readonly string[] = []): [s
 }
 
 /**
- * Starts a server with a command of its own (not a script on {@link RUNTIME}) and resolves once it
- * logs "ready", with its port and its output so far; rejects with that output if it does not.
+ * Starts a server with a command of its own (not a script on {@link RUNTIME}), with `env` over this
+ * process's environment, and resolves once it logs "ready", with its port and its output so far;
+ * rejects with that output if it does not.
  */
-export async function startCommand(command: string, args: string[], cwd: string, readyMs: number): Promise<{ proc: ChildProcess; port: number; output: () => string }> {
-  const proc = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+export async function startCommand(command: string, args: string[], cwd: string, readyMs: number, env?: Record<string, string>): Promise<{ proc: ChildProcess; port: number; output: () => string }> {
+  const proc = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"], env: env === undefined ? undefined : { ...process.env, ...env } });
   let out = "";
   proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
   proc.stderr!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));

@@ -127,7 +127,12 @@ class Runner:
         if callable(init):
             init()
         self.worker = worker
-        self._warm_up()
+        try:
+            self._warm_up()
+        except ShoalError as err:
+            if getattr(worker, "warm_up_required", True):
+                raise
+            logging.getLogger(LOGGER_NAME).warning(err.message)
         ready: Dict[str, Any] = {"contentType": getattr(worker, "content_type", "application/json")}
         examples = list(getattr(worker, "examples", []) or [])
         if examples:
@@ -191,8 +196,13 @@ class Runner:
                 except Exception as err:
                     results[i] = _failed(err, "DECODING")
             else:
-                values[i] = item.get("payload")
+                try:
+                    values[i] = self.worker.from_stage(item.get("payload"))
+                except Exception as err:
+                    results[i] = _failed(err)
         live = [i for i in range(len(items)) if results[i] is None]
+        pushed: Dict[int, List[Any]] = {}
+        self.worker._push = lambda chunk, index: self._push(seq, items, live, pushed, chunk, index)
         try:
             if not live:
                 outputs: List[Any] = []
@@ -203,12 +213,18 @@ class Runner:
             else:
                 outputs = [self.worker.forward(values[i]) for i in live]
         except Exception as err:
+            self._end_pushed(seq, items, pushed, err)
             self.connection.send("result", {"error": to_wire(err)}, seq, wire.FLAG_ERROR)
             return
+        finally:
+            self.worker._push = None
         streams: Dict[int, Any] = {}
         for i, output in zip(live, outputs):
             item = items[i]
-            if isinstance(output, BaseException):
+            if i in pushed:
+                # Chunks sent from inside forward(): the stream was the answer.
+                results[i] = {"ok": True, "value": None} if items[i].get("stream") else self._answer(item, pushed[i])
+            elif isinstance(output, BaseException):
                 results[i] = _failed(output)
             elif is_stream(output) and item.get("stream") and item.get("egress"):
                 streams[i] = output
@@ -220,6 +236,7 @@ class Runner:
                         results[i] = _failed(err)
                         continue
                 results[i] = self._answer(item, output)
+        self._end_pushed(seq, items, pushed)
         if streams:
             for i in streams:
                 results[i] = {"ok": True, "value": None}
@@ -236,9 +253,32 @@ class Runner:
                         results[i] = {"ok": False, "error": {"code": "ENCODING", "message": str(err)}}
             self.connection.send("result", {"results": results}, seq)
 
+    # A chunk that forward() sends for the item at `index` of the batch it was given (Mosec's
+    # send_stream_event): out at once to a client that takes a stream, else kept to be gathered.
+    def _push(self, seq: int, items: List[Dict[str, Any]], live: List[int], pushed: Dict[int, List[Any]], chunk: Any, index: int) -> None:
+        if not 0 <= index < len(live):
+            raise IndexError(f"no item {index} in a batch of {len(live)}")
+        i = live[index]
+        pushed.setdefault(i, [])
+        if items[i].get("stream"):
+            self.connection.send("stream", {"index": i, "chunk": self.worker.encode(chunk, items[i].get("meta", {}))}, seq)
+        else:
+            pushed[i].append(chunk)
+
+    def _end_pushed(self, seq: int, items: List[Dict[str, Any]], pushed: Dict[int, List[Any]], error: Optional[BaseException] = None) -> None:
+        for i in pushed:
+            if items[i].get("stream"):
+                if error is None:
+                    self.connection.send("stream", {"index": i, "end": True}, seq)
+                else:
+                    self.connection.send("stream", {"index": i, "end": True, "error": to_wire(error, "SERVER")}, seq, wire.FLAG_ERROR)
+
     def _answer(self, item: Dict[str, Any], output: Any) -> Dict[str, Any]:
         if not item.get("egress"):
-            return {"ok": True, "value": output}
+            try:
+                return {"ok": True, "value": self.worker.to_stage(output)}
+            except Exception as err:
+                return _failed(err, "ENCODING")
         meta = item.get("meta", {})
         try:
             answer: Dict[str, Any] = {"ok": True, "value": self.worker.encode(output, meta)}

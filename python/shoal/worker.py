@@ -33,8 +33,10 @@ class Worker:
 
     #: Content type of the bodies ``encode`` writes.
     content_type: str = "application/json"
-    #: Inputs run through ``forward`` before the worker takes work (warm-up); a failure stops it.
+    #: Inputs run through ``forward`` before the worker takes work (warm-up); a failure stops it,
+    #: unless ``warm_up_required`` is False (then it is logged, and the worker starts).
     examples: List[Any] = []
+    warm_up_required: bool = True
 
     #: Set by the server before ``init()``: the stage's largest batch, this worker's id (1..num),
     #: the stage's worker count and name.
@@ -65,6 +67,14 @@ class Worker:
             return json.dumps(output, default=_plain).encode()
         except (TypeError, ValueError) as err:
             raise EncodingError(f"the output is not JSON: {err}") from err
+
+    def from_stage(self, value: Any) -> Any:
+        """The value the stage before sent (any stage but the first): as it came, by default."""
+        return value
+
+    def to_stage(self, output: Any) -> Any:
+        """An output for the next stage (any stage but the last): as it is, by default, in MessagePack."""
+        return output
 
     def response_type(self, meta: dict) -> Optional[str]:
         """The content type of one response, when it is not ``content_type``."""

@@ -19,6 +19,7 @@ if (isMainThread && process.platform === "linux" && execve !== undefined && !mal
 
 const { Command } = await import("commander");
 const { serveCommand } = await import("./serve.js");
+const { pythonCommand } = await import("./python-stages.js");
 
 const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
@@ -28,6 +29,7 @@ const program = new Command("shoal")
   .helpOption("-h, --help", "show this help")
   .addHelpCommand(false)
   .addCommand(serveCommand())
+  .addCommand(pythonCommand())
   .addHelpText(
     "after",
     `
