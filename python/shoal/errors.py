@@ -6,9 +6,10 @@ class ShoalError(Exception):
 
     code = "SERVER"
 
-    def __init__(self, message: str = ""):
+    def __init__(self, message: object = ""):
+        # Mosec's code raises ValidationError(KeyError("x")): its text is the client's detail ('x').
         super().__init__(message)
-        self.message = message
+        self.message = message if isinstance(message, str) else str(message)
 
 
 class BadRequestError(ShoalError):

@@ -64,3 +64,10 @@ def test_examples_in_forwards_shape():
     worker.max_batch_size = 1
     assert worker.examples == [[1, 2]]
     assert Pre().examples == []
+
+
+def test_an_error_made_of_an_exception_says_its_text():
+    from shoal.errors import to_wire
+    from shoal.mosec import ValidationError
+
+    assert to_wire(ValidationError(KeyError("x"))) == {"code": "VALIDATION", "message": "'x'"}
