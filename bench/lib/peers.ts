@@ -89,6 +89,13 @@ function createVenv(root: string, log: (line: string) => void): void {
   }
 }
 
+/** Installs this checkout's Python SDK (python/, `shoal-worker`, and msgpack) into bench/.venv, each run, so that it is the tree's. */
+export function ensureShoalSdk(root: string, log: (line: string) => void): void {
+  log(`installing the Python SDK (${join(root, "python")}) into ${venvDir(root)}`);
+  const r = spawnSync(venvBin(root, "python"), ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--force-reinstall", join(root, "python")], { cwd: root, encoding: "utf8" });
+  if (r.status !== 0) refuse([`\`pip install ./python\` into ${venvDir(root)} failed (exit ${r.status}): ${(r.stderr ?? "").trim().split("\n").at(-1) ?? ""}`]);
+}
+
 /** Versions of the installed peer packages (and uvloop, which both peers use when present). */
 export function peerVersions(root: string): Record<string, string> {
   const python = venvBin(root, "python");

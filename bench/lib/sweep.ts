@@ -378,6 +378,11 @@ export function rps(result: SweepResult, server: string, connections: number): n
   return result.cells.find((c) => c.server === server && c.connections === connections)?.requestsPerSec.median ?? NaN;
 }
 
+/** Median p99 latency of a server at a concurrency, in ms (NaN when not measured). */
+export function p99(result: SweepResult, server: string, connections: number): number {
+  return result.cells.find((c) => c.server === server && c.connections === connections)?.p99Ms ?? NaN;
+}
+
 /** The highest median req/s a server reached over the sweep. */
 export function peakRps(result: SweepResult, server: string): number {
   const xs = result.cells.filter((c) => c.server === server).map((c) => c.requestsPerSec.median);

@@ -22,7 +22,7 @@ import { pinned } from "../lib/machine.js";
 import { cacheDir, ensurePeers, mlserverSpec, mosecSpec, venvBin, VISION_PACKAGES } from "../lib/peers.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { spread } from "../lib/stats.js";
-import { report, rps, sweep, sweepOptions, sweepSettings, wantsPeers, type Contender, type SweepResult } from "../lib/sweep.js";
+import { p99, report, rps, sweep, sweepOptions, sweepSettings, wantsPeers, type Contender } from "../lib/sweep.js";
 import { requireWrk } from "../lib/wrk.js";
 
 export const defaults = { duration: 5, rounds: 3, warmup: 3 };
@@ -44,7 +44,6 @@ function tabby(answer: unknown): string | undefined {
   return top?.length === 5 && top[0]?.label === TABBY ? undefined : `expected the top 5 with "${TABBY}" first, got ${JSON.stringify(answer).slice(0, 120)}`;
 }
 
-const p99 = (result: SweepResult, server: string, connections: number) => result.cells.find((c) => c.server === server && c.connections === connections)?.p99Ms ?? NaN;
 
 async function run(ctx: ScenarioContext): Promise<void> {
   requireWrk();
