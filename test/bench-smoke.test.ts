@@ -22,7 +22,8 @@ const results = mkdtempSync(join(tmpdir(), "shoal-bench-smoke-"));
 
 // What each scenario needs to stay brief (a tiny model for `model`, 3 models for `multimodel`), and
 // its Node servers: Shoal, and in `model` Shoal with MessagePack bodies and the bare batching server.
-// `ocr` is left out: a request takes over half a second, too long for points of a second.
+// `ocr` is left out: a request takes over half a second, too long for points of a second; and
+// `python`: both its servers run Python from bench/.venv (PyPI).
 const SCENARIOS: Record<string, { extra: string[]; servers: string[] }> = {
   echo: { extra: [], servers: ["shoal"] },
   model: { extra: ["--model", "tiny"], servers: ["shoal", "shoal-mp", "bare"] },
