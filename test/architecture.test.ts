@@ -38,7 +38,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ["serving/"],
   ["models/"],
   ["scheduling/"],
-  ["workers/"],
+  // The workers, and a stage of Python workers (python.ts) as one of their kinds.
+  ["workers/", "python.ts"],
   // `shoal/onnx`: a Worker of the public API, for ONNX models.
   ["onnx/"],
   // The public API a user's Worker is written against.

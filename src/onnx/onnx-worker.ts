@@ -139,10 +139,7 @@ export class OnnxWorker extends Worker {
     }
   }
 
-  /**
-   * Reads the request as MessagePack when its content-type says so, as JSON otherwise. A subclass
-   * with a `forward()` of its own reads with its `codec`, as any Worker does: its requests are its own.
-   */
+  /** Reads the request as MessagePack when its content-type says so, as JSON otherwise; a subclass with a `forward()` of its own, with its `codec`. */
   override decode(body: Uint8Array, meta?: RequestMeta): unknown {
     if (this.#ownForward()) return super.decode(body, meta);
     const codec = codecFor(meta);
@@ -173,9 +170,7 @@ export class OnnxWorker extends Worker {
   }
 
   // Whether a subclass answers with a forward() of its own rather than with tensors by name.
-  #ownForward(): boolean {
-    return this.forward !== OnnxWorker.prototype.forward;
-  }
+  readonly #ownForward = (): boolean => this.forward !== OnnxWorker.prototype.forward;
 
   /**
    * Runs one request, or a batch of them when the stage batches. A run of several requests that
