@@ -18,7 +18,8 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { ATTACKS, portOf, inferMessage, type AttackName, type AttackSettings, type AttackStats } from "../lib/attacks.js";
-import { grpcSender, httpSender, steadyLoad, type LoadResult } from "../lib/loadgen.js";
+import { httpSender } from "../../src/bench/http-sender.js";
+import { grpcSender, steadyLoad, type LoadResult } from "../../src/bench/loadgen.js";
 import { gitState, machineInfo, treeCpuSeconds } from "../lib/machine.js";
 import { alternate } from "../lib/measure.js";
 import { treeMemory } from "../lib/proctree.js";

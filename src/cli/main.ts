@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `shoal` command: `shoal serve model.onnx` serves a model with no code.
+ * The `shoal` command: `shoal serve model.onnx` serves a model with no code; `shoal bench` measures a server.
  *
  * Worker threads import this module again with the same arguments (as they import any server's
  * main module), so parsing them there registers the same stage, and `run()` returns at once.
@@ -19,6 +19,7 @@ if (isMainThread && process.platform === "linux" && execve !== undefined && !mal
 
 const { Command } = await import("commander");
 const { serveCommand } = await import("./serve.js");
+const { benchCommand } = await import("./bench.js");
 
 const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
@@ -28,6 +29,7 @@ const program = new Command("shoal")
   .helpOption("-h, --help", "show this help")
   .addHelpCommand(false)
   .addCommand(serveCommand())
+  .addCommand(benchCommand())
   .addHelpText(
     "after",
     `
@@ -35,6 +37,8 @@ Examples:
   $ shoal serve model.onnx                                  serve on :8000, batching up to 32 requests
   $ shoal serve model.onnx --num 2 --max-batch-size 64 --port 8080
   $ shoal serve --help                                      every flag of serve
+  $ shoal bench http://127.0.0.1:8000/inference --body '{"input": [[0.1, 0.2, 0.3, 0.4]]}'
+  $ shoal bench --help                                      every flag of bench
 
 Servers with code of their own (a Worker class and Server.run()) take the same server flags.`,
   );
