@@ -237,9 +237,9 @@ export function summarise(windows: readonly Samples[]): LoadResult {
     seconds,
   };
   if (streams.length > 0) {
-    const ttft = sorted(streams.map((s) => s.ttftMs));
+    const ttft = sorted(streams.map((s) => s.ttftMs).filter(Number.isFinite));
     const itl = sorted(streams.flatMap((s) => s.gapsMs));
-    const tpot = sorted(streams.filter((s) => s.tokens > 1).map((s) => (s.ms - s.ttftMs) / (s.tokens - 1)));
+    const tpot = sorted(streams.filter((s) => s.tokens > 1 && Number.isFinite(s.ttftMs)).map((s) => (s.ms - s.ttftMs) / (s.tokens - 1)));
     result.stream = {
       ttftP50Ms: at(ttft, 0.5),
       ttftP99Ms: at(ttft, 0.99),

@@ -40,6 +40,8 @@ export interface TargetSpec {
   /** An OpenAI request's prompt and length. */
   prompt?: string;
   maxTokens?: number;
+  /** Asks the server to generate `maxTokens` whatever the model says (vLLM's and Shoal's `ignore_eos`). */
+  ignoreEos?: boolean;
   /** Most connections open at once (HTTP/1.1 routes). */
   connections: number;
 }
@@ -92,7 +94,7 @@ export async function prepareTarget(t: TargetSpec): Promise<Target> {
     case "chat": {
       const name = t.model ?? (await client.openai.models())[0];
       if (name === undefined) throw new Error(`${t.url}/v1/models lists no model: give one with --model`);
-      const send = openAISender(client, t.protocol, { model: name, prompt: t.prompt ?? "Fish swim in shoals.", maxTokens: t.maxTokens ?? 64 });
+      const send = openAISender(client, t.protocol, { model: name, prompt: t.prompt ?? "Fish swim in shoals.", maxTokens: t.maxTokens ?? 64, ignoreEos: t.ignoreEos === true });
       const first = await send();
       if (typeof first !== "object") throw new Error(`the first streamed request failed: ${String(first)}`);
       return { send, close: () => undefined };
@@ -105,8 +107,8 @@ export async function prepareTarget(t: TargetSpec): Promise<Target> {
  * after the request was sent, the gaps between those after it, and the tokens (the server's
  * `usage` when it sends one, else the chunks with text).
  */
-function openAISender(client: Client, route: "openai" | "chat", o: { model: string; prompt: string; maxTokens: number }): Send {
-  const fields = { model: o.model, max_tokens: o.maxTokens, stream_options: { include_usage: true } };
+function openAISender(client: Client, route: "openai" | "chat", o: { model: string; prompt: string; maxTokens: number; ignoreEos: boolean }): Send {
+  const fields = { model: o.model, max_tokens: o.maxTokens, stream_options: { include_usage: true }, ...(o.ignoreEos ? { ignore_eos: true } : {}) };
   return async () => {
     const started = performance.now();
     let last = started;
@@ -138,8 +140,8 @@ function openAISender(client: Client, route: "openai" | "chat", o: { model: stri
       if (err instanceof HttpError) return `HTTP ${err.status}`;
       throw err;
     }
-    if (chunks === 0) return "no tokens";
-    return { ttftMs: first, gapsMs, tokens: usage ?? chunks };
+    // An answer of no text (a model that ended at once) has no first token to time.
+    return { ttftMs: chunks === 0 ? NaN : first, gapsMs, tokens: usage ?? chunks };
   };
 }
 

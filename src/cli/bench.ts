@@ -47,6 +47,7 @@ export function benchCommand(): Command {
     .option("--model <name>", "the OpenAI model (default: the first of /v1/models)")
     .option("--prompt <text>", "the OpenAI prompt", "Fish swim in shoals.")
     .addOption(new Option("--max-tokens <n>", "tokens asked of each OpenAI request").argParser(integer(1)).default(64))
+    .option("--ignore-eos", "ask for --max-tokens tokens whatever the model says (ignore_eos, as vLLM and Shoal take it)")
     .option("--metrics-url <url>", "where the server's Prometheus metrics are (default: the server's /metrics)")
     .option("--no-metrics", "do not read the server's metrics")
     .option("--csv <file>", "write the results as CSV")
@@ -107,6 +108,7 @@ async function run(targetText: string, o: Record<string, any>): Promise<void> {
     spec.model = (o.model as string | undefined) ?? where.model;
     spec.prompt = o.prompt as string;
     spec.maxTokens = o.maxTokens as number;
+    spec.ignoreEos = o.ignoreEos === true;
   } else {
     const body = o.inputFile !== undefined ? readFileSync(o.inputFile as string) : o.body === undefined ? undefined : Buffer.from(o.body as string);
     if (body !== undefined) spec.body = body;
