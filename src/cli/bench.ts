@@ -50,9 +50,9 @@ export function benchCommand(): Command {
     .option("--ignore-eos", "ask for --max-tokens tokens whatever the model says (ignore_eos, as vLLM and Shoal take it)")
     .option("--metrics-url <url>", "where the server's Prometheus metrics are (default: the server's /metrics)")
     .option("--no-metrics", "do not read the server's metrics")
-    .option("--csv <file>", "write the results as CSV")
-    .option("--json <file>", "write the results as JSON")
-    .option("--plot <file>", "write an SVG plot of latency against throughput");
+    .option("--csv <file>", "write the results as CSV (-: to the standard output)")
+    .option("--json <file>", "write the results as JSON (-: to the standard output)")
+    .option("--plot <file>", "write an SVG plot of latency against throughput (-: to the standard output)");
   command.addHelpText(
     "after",
     `
@@ -139,9 +139,14 @@ async function run(targetText: string, o: Record<string, any>): Promise<void> {
   } finally {
     target.close();
   }
-  process.stdout.write(toTable(results));
   const json = { target: { described, protocol, url: where.url, model: spec.model, path: where.path }, settings: { windowSec: o.window, tolerancePercent: o.tolerance, maxWindows: o.maxWindows }, machine: { node: process.version }, results };
-  if (o.csv !== undefined) writeFileSync(o.csv as string, toCsv(results));
-  if (o.json !== undefined) writeFileSync(o.json as string, JSON.stringify(json, null, 2) + "\n");
-  if (o.plot !== undefined) writeFileSync(o.plot as string, toPlot(results, `shoal bench: ${described}`));
+  const outputs: [string | undefined, string][] = [
+    [o.csv as string | undefined, toCsv(results)],
+    [o.json as string | undefined, JSON.stringify(json, null, 2) + "\n"],
+    [o.plot as string | undefined, toPlot(results, `shoal bench: ${described}`)],
+  ];
+  // A file named `-` is the standard output, and the table goes to the standard error.
+  (outputs.some(([file]) => file === "-") ? process.stderr : process.stdout).write(toTable(results));
+  for (const [file, text] of outputs) if (file === "-") process.stdout.write(text);
+  else if (file !== undefined) writeFileSync(file, text);
 }
