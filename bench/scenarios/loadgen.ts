@@ -4,9 +4,11 @@
  * alternation, round after round; medians of req/s and p99, the ratio, and the cores each load
  * generator and the server used. Two layouts: `shared` (nothing pinned, as a user runs it on the
  * server's machine) and `pinned` (the server on one core, the load generator on the other).
+ * Each round waits for the machine to be quiet first (other processes under 0.3 cores, 2 minutes
+ * at most), and the two tools of a round run back to back: the ratio is taken per round.
  */
 import { spawn } from "node:child_process";
-import { cpuMeter, gitState, hasTaskset, machineInfo, pinned, shownCommand, type CpuSet } from "../lib/machine.js";
+import { cpuMeter, gitState, hasTaskset, machineInfo, pinned, shownCommand, waitQuiet, type CpuSet } from "../lib/machine.js";
 import { nodeVersions } from "../lib/peers.js";
 import { fmtInt, fmtMs, markdownTable, reportHeader, textTable, writeResults } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
@@ -29,6 +31,8 @@ interface Point {
   /** Cores the load generator and the server used while it ran. */
   generatorCores: number;
   serverCores: number;
+  /** Cores other processes used just before the round. */
+  busyBefore: number;
   command: string;
 }
 
@@ -79,21 +83,22 @@ async function run(ctx: ScenarioContext): Promise<void> {
       log(`${layout}: warm-up (${common.warmupSec} s)`);
       await wrk(common.warmupSec);
       for (let round = 1; round <= common.rounds; round++) {
+        const { busy: busyBefore } = await waitQuiet(0.3, 120);
         for (const tool of round % 2 === 1 ? TOOLS : [...TOOLS].reverse()) {
           let point: Point;
           if (tool === "wrk") {
             const meter = cpuMeter(server.pid);
             const r = await wrk(common.durationSec);
-            point = { layout, tool, round, requestsPerSec: r.requestsPerSec, p99Ms: r.latency.p99, generatorCores: NaN, serverCores: meter.stop().total, command: r.command };
+            point = { layout, tool, round, requestsPerSec: r.requestsPerSec, p99Ms: r.latency.p99, generatorCores: NaN, serverCores: meter.stop().total, busyBefore, command: r.command };
             // wrk's own CPU: its process is gone by now; measured apart, below.
           } else {
             const r = await runMeasured(file, args, root, common.durationSec, server.pid);
             const json = JSON.parse(r.stdout) as { results: { requestsPerSec: number; p99Ms: number }[] };
-            point = { layout, tool, round, requestsPerSec: json.results[0]!.requestsPerSec, p99Ms: json.results[0]!.p99Ms, generatorCores: r.generatorCores, serverCores: r.serverCores, command: shownCommand([file, ...args], root) };
+            point = { layout, tool, round, requestsPerSec: json.results[0]!.requestsPerSec, p99Ms: json.results[0]!.p99Ms, generatorCores: r.generatorCores, serverCores: r.serverCores, busyBefore, command: shownCommand([file, ...args], root) };
           }
           points.push(point);
           commands[`${tool} (${layout})`] ??= [point.command];
-          log(`  ${layout} round ${round} ${tool.padEnd(11)} ${fmtInt(point.requestsPerSec)} req/s  p99 ${fmtMs(point.p99Ms)} ms  server ${point.serverCores} cores${Number.isFinite(point.generatorCores) ? `  load generator ${point.generatorCores} cores` : ""}`);
+          log(`  ${layout} round ${round} ${tool.padEnd(11)} ${fmtInt(point.requestsPerSec)} req/s  p99 ${fmtMs(point.p99Ms)} ms  server ${point.serverCores} cores${Number.isFinite(point.generatorCores) ? `  load generator ${point.generatorCores} cores` : ""}  (others ${busyBefore} cores before)`);
         }
       }
       // wrk's own CPU, over one more run of it.
@@ -104,13 +109,13 @@ async function run(ctx: ScenarioContext): Promise<void> {
       await server.stop();
     }
   }
-  const headers = ["layout", "tool", "req/s (median)", "p99 ms", "ratio to wrk", "load generator cores", "server cores", "rounds"];
+  const headers = ["layout", "tool", "req/s (median)", "p99 ms", "ratio to wrk (median of rounds)", "load generator cores", "server cores", "rounds"];
   const rows = layouts.flatMap(([layout]) =>
     TOOLS.map((tool) => {
       const of = points.filter((p) => p.layout === layout && p.tool === tool);
-      const wrkRps = median(points.filter((p) => p.layout === layout && p.tool === "wrk").map((p) => p.requestsPerSec));
+      const wrkOf = (round: number) => points.find((p) => p.layout === layout && p.tool === "wrk" && p.round === round)!.requestsPerSec;
       const rps = median(of.map((p) => p.requestsPerSec));
-      return [layout, tool, fmtInt(rps), fmtMs(median(of.map((p) => p.p99Ms))), (rps / wrkRps).toFixed(2), median(of.map((p) => p.generatorCores)).toFixed(2), median(of.map((p) => p.serverCores)).toFixed(2), of.map((p) => fmtInt(p.requestsPerSec)).join(" ")];
+      return [layout, tool, fmtInt(rps), fmtMs(median(of.map((p) => p.p99Ms))), median(of.map((p) => p.requestsPerSec / wrkOf(p.round))).toFixed(2), median(of.map((p) => p.generatorCores)).toFixed(2), median(of.map((p) => p.serverCores)).toFixed(2), of.map((p) => fmtInt(p.requestsPerSec)).join(" ")];
     }),
   );
   const align = ["l", "l", "r", "r", "r", "r", "r", "l"] as const;
