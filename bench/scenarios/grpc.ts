@@ -1,7 +1,7 @@
 /**
  * grpc: one ONNX model (a generated MLP) served from a model repository by `shoal serve`, measured
  * over REST with JSON tensors, REST with binary tensor data, and gRPC with raw contents, at 1 to 64
- * concurrent streams, by the benchmark's own load generator (bench/lib/loadgen.ts: wrk speaks no
+ * concurrent streams, by the benchmark's own load generator (src/bench/loadgen.ts: wrk speaks no
  * gRPC); with `--servers ...,mlserver-grpc`, MLServer's gRPC for the same model (bench/.venv, set
  * up from PyPI like the other scenarios' peers). Same batching everywhere: 2 workers, batches of up
  * to 32, 5 ms wait.

@@ -24,6 +24,7 @@ const LINE_END = Buffer.from("\r\n");
  */
 export function httpSender(url: string, body: Uint8Array | undefined, headers: Record<string, string>, connections: number): { send: Send; close(): void } {
   const target = new URL(url);
+  if (target.protocol !== "http:") throw new Error(`${url}: the load generator speaks plain HTTP/1.1 only (no TLS)`);
   const head = [`${body === undefined ? "GET" : "POST"} ${target.pathname}${target.search} HTTP/1.1`, `host: ${target.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
   if (body !== undefined) head.push(`content-length: ${body.byteLength}`);
   const request = Buffer.concat([Buffer.from(`${head.join("\r\n")}\r\n\r\n`, "latin1"), body ?? new Uint8Array(0)]);

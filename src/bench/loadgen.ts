@@ -73,7 +73,7 @@ export async function runLoad(send: Send, streams: number, seconds: number): Pro
  * as fast as they are answered again.
  */
 export function closedLoop(send: Send, streams: number): Load & { pace(rate: number | undefined): void } {
-  let current = new Samples();
+  const { record, window } = windowed();
   let running = true;
   let intervalMs: number | undefined;
   const loop = async () => {
@@ -86,16 +86,11 @@ export function closedLoop(send: Send, streams: number): Load & { pace(rate: num
       }
       // Counted in the window it ends in.
       const outcome = await timed(send, performance.now());
-      current.record(outcome);
+      record(outcome);
       if (!outcome.ok) await sleep(10);
     }
   };
   const loops = Promise.all(Array.from({ length: streams }, loop));
-  const window = () => {
-    const done = current;
-    current = new Samples();
-    return done.end();
-  };
   return {
     window,
     pace: (rate) => {
@@ -122,7 +117,7 @@ export function steadyLoad(send: Send, streams: number): { window(): LoadResult;
  * is counted (no coordinated omission).
  */
 export function openLoop(send: Send, rate: number, random: () => number = Math.random): Load {
-  let current = new Samples();
+  const { record, window } = windowed();
   let running = true;
   const inFlight = new Set<Promise<void>>();
   let next = performance.now();
@@ -133,7 +128,7 @@ export function openLoop(send: Send, rate: number, random: () => number = Math.r
     while (running && next <= now) {
       const at = next;
       const request = timed(send, at).then((outcome) => {
-        current.record(outcome);
+        record(outcome);
         inFlight.delete(request);
       });
       inFlight.add(request);
@@ -142,11 +137,6 @@ export function openLoop(send: Send, rate: number, random: () => number = Math.r
     if (running) timer = setTimeout(arrive, Math.max(0, next - performance.now()));
   };
   arrive();
-  const window = () => {
-    const done = current;
-    current = new Samples();
-    return done.end();
-  };
   return {
     window,
     stop: async () => {
@@ -170,6 +160,19 @@ export function grpcSender(target: string, method: string, message: Buffer): { s
 }
 
 type Outcome = { ok: boolean; ms: number; error?: string; stream?: Streamed };
+
+// The current window's samples, and the call that ends it (counting from then on in the next).
+function windowed(): { record(outcome: Outcome): void; window(): Samples } {
+  let current = new Samples();
+  return {
+    record: (outcome) => current.record(outcome),
+    window: () => {
+      const done = current;
+      current = new Samples();
+      return done.end();
+    },
+  };
+}
 
 // Sends one request; resolves whether it succeeded and how long it took from `since`.
 async function timed(send: Send, since: number): Promise<Outcome> {
