@@ -2,14 +2,14 @@
  * Reading a Shoal server's Prometheus /metrics.
  */
 
-/** The sum of the samples of `name` whose labels include every one of `labels` (NaN when there is none). */
-export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+/** The sum of the samples of `name` whose labels include every one of `labels`, each equal to a string or matching a pattern (NaN when there is none). */
+export function metricValue(text: string, name: string, labels: Record<string, string | RegExp> = {}): number {
   let total = NaN;
   for (const line of text.split("\n")) {
     const m = /^([A-Za-z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
     if (m === null || m[1] !== name) continue;
     const have = m[2] ?? "";
-    if (!Object.entries(labels).every(([k, v]) => have.includes(`${k}="${v}"`))) continue;
+    if (!Object.entries(labels).every(([k, v]) => (typeof v === "string" ? have.includes(`${k}="${v}"`) : new RegExp(`[{,]${k}="${v.source}"`).test(have)))) continue;
     total = (Number.isNaN(total) ? 0 : total) + Number(m[3]);
   }
   return total;
@@ -37,7 +37,8 @@ export interface StageTotals {
 export function stageTotals(text: string, model?: string): StageTotals | undefined {
   const namespace = /^(\w+)_stage_batch_size_count[{ ]/m.exec(text)?.[1];
   if (namespace === undefined) return undefined;
-  const labels: Record<string, string> = model === undefined ? {} : { model };
+  // A model's series are labelled `name/version`.
+  const labels: Record<string, string | RegExp> = model === undefined ? {} : { model: new RegExp(`${model.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(/[^"]*)?`) };
   const read = (name: string) => metricValue(text, `${namespace}_${name}`, labels) || 0;
   return { batches: read("stage_batch_size_count"), items: read("stage_batch_size_sum"), queued: read("stage_queue_wait_seconds_count"), queueSeconds: read("stage_queue_wait_seconds_sum") };
 }
