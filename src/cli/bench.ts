@@ -1,3 +1,7 @@
+/**
+ * `shoal bench <target>`: the command's flags, what a target names, and the run: the first request
+ * through the client, each level measured (src/bench/levels.ts), then the table, CSV, JSON, plot.
+ */
 import { readFileSync, writeFileSync } from "node:fs";
 import { Command, Option } from "commander";
 import { Client } from "../client/client.js";
