@@ -23,6 +23,8 @@ const SRC = join(ROOT, "src");
  */
 const LAYERS: readonly (readonly string[])[] = [
   ["cli/", "index.ts"],
+  // `shoal bench`'s load generation and reports, on the client.
+  ["bench/"],
   // `shoal/client/grpc` and `shoal/client`: a client of the server, sharing only its pure pieces (CLIENT_SHARES).
   ["client/grpc/"],
   ["client/"],

@@ -1,7 +1,9 @@
 /**
- * `shoal/client` and `shoal/client/grpc` against a V2 server that is not Shoal: MLServer 1.7 from
- * PyPI, from the benchmarks' venv (bench/.venv), serving test/fixtures/mlserver. Skipped, saying
- * so, when that venv has no MLServer.
+ * `shoal/client`, `shoal/client/grpc` and `shoal bench` against a V2 server that is not Shoal:
+ * MLServer 1.7 from PyPI (bench/requirements-mlserver.txt), from the benchmarks' venv
+ * (bench/.venv), serving test/fixtures/mlserver. Outside CI it is skipped, saying so, when that
+ * venv has no MLServer; in CI (CI=true, where .ci/run installs it) it fails instead. It does not
+ * depend on the runtime under test, so it runs in the suite's first run only.
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -12,17 +14,26 @@ import { after, before, describe, test } from "node:test";
 import { Client, HttpError, outputOf, textOf } from "shoal/client";
 import { GrpcClient, GrpcError } from "shoal/client/grpc";
 import { venvBin } from "../bench/lib/peers.js";
+import { assertLevels, bench } from "./bench-helpers.js";
 import { freePort } from "./grpc-helpers.js";
-import { fixture, ROOT, waitFor } from "./helpers.js";
+import { fixture, RAN_ONCE, ROOT, waitFor } from "./helpers.js";
 
 const MLSERVER = venvBin(ROOT, "mlserver");
-const SKIP = existsSync(MLSERVER) ? false : `MLServer is not in bench/.venv: the benchmarks make that venv (bench/lib/peers.ts, ensurePeers), and this test uses it`;
+const MISSING = existsSync(MLSERVER) ? undefined : "MLServer is not in bench/.venv: `npm run bench` makes that venv (bench/lib/peers.ts), or `python3 -m venv bench/.venv && bench/.venv/bin/pip install -r bench/requirements-mlserver.txt`";
+const SKIP = RAN_ONCE ?? (process.env.CI === "true" ? false : MISSING ?? false);
+
+// In CI the venv is made before the suite: a missing MLServer is a failure there, not a skip.
+test("MLServer is installed where CI runs", { skip: RAN_ONCE ?? (process.env.CI === "true" ? false : "outside CI (CI=true): the tests below skip when MLServer is missing") }, () => {
+  assert.equal(MISSING, undefined, MISSING);
+});
 
 describe("the client against MLServer", { skip: SKIP }, () => {
   let proc: ChildProcess;
   let output = "";
   let client: Client;
   let grpc: GrpcClient;
+  let httpUrl: string;
+  let grpcAddress: string;
   const metrics = mkdtempSync(join(tmpdir(), "shoal-mlserver-"));
 
   before(async () => {
@@ -33,8 +44,10 @@ describe("the client against MLServer", { skip: SKIP }, () => {
     });
     proc.stdout!.on("data", (chunk: Buffer) => (output += chunk));
     proc.stderr!.on("data", (chunk: Buffer) => (output += chunk));
-    client = new Client(`http://127.0.0.1:${http}`);
-    grpc = new GrpcClient(`127.0.0.1:${grpcPort}`);
+    httpUrl = `http://127.0.0.1:${http}`;
+    grpcAddress = `127.0.0.1:${grpcPort}`;
+    client = new Client(httpUrl);
+    grpc = new GrpcClient(grpcAddress);
     try {
       await waitFor("MLServer ready", () => client.v2.modelReady("double").catch(() => false).then((ready) => (ready ? true : undefined)), 120_000);
     } catch (err) {
@@ -86,5 +99,19 @@ describe("the client against MLServer", { skip: SKIP }, () => {
     assert.deepEqual([...y.data], [6, -2]);
     assert.deepEqual(textOf(outputOf(response, "upper")), ["CHIPS"]);
     await assert.rejects(grpc.infer("nope", { inputs: [{ name: "x", data: Float32Array.of(1) }] }), (err: unknown) => err instanceof GrpcError && /nope/.test(err.details));
+  });
+
+  // MLServer has no binary tensor extension (it fails such a request with a 500): REST JSON and gRPC.
+  test("shoal bench over REST and gRPC, inputs from MLServer's metadata; its /metrics is not Shoal's", async () => {
+    const short = ["--window", "0.3", "--max-windows", "4", "--concurrency", "1,2", "--dynamic-size", "4"];
+    for (const protocol of ["rest", "grpc"]) {
+      const run = await bench(["double", "--url", httpUrl, "--protocol", protocol, "--grpc-url", grpcAddress, ...short]);
+      assertLevels(run, [
+        ["concurrency", "1"],
+        ["concurrency", "2"],
+      ]);
+      assert.deepEqual(run.csv.map((r) => r.batch_size), ["", ""], protocol);
+      assert.match(run.stdout, /no batch sizes or queue times/, protocol);
+    }
   });
 });

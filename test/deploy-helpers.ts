@@ -1,11 +1,11 @@
 /** Shared by the deployment tests: the example model repository, and talking to it. */
-import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT, post } from "./helpers.js";
+import { Client, outputOf } from "shoal/client";
+import { ROOT } from "./helpers.js";
 
 /** The example repository, as the README serves it. */
 export const EXAMPLE_MODELS = join(ROOT, "examples", "models");
@@ -25,25 +25,24 @@ export function helloSamples(): Float32Array {
  * each carrying the state (`hn`, `cn`) the previous one returned.
  */
 export async function speechProbabilities(url: string, samples: Float32Array): Promise<number[]> {
+  const client = new Client(url);
   const probabilities: number[] = [];
-  let h = new Array<number>(128).fill(0);
-  let c = new Array<number>(128).fill(0);
+  let h = new Float32Array(128);
+  let c = new Float32Array(128);
   for (let at = 0; at < samples.length; at += FRAME) {
-    const frame = new Array<number>(FRAME).fill(0);
-    samples.subarray(at, at + FRAME).forEach((s, i) => (frame[i] = s));
-    const reply = await post(`${url}/v2/models/silero-vad/infer`, {
+    const frame = new Float32Array(FRAME);
+    frame.set(samples.subarray(at, at + FRAME));
+    const response = await client.v2.infer("silero-vad", {
       inputs: [
-        { name: "input", datatype: "FP32", shape: [1, FRAME], data: frame },
-        { name: "sr", datatype: "INT64", shape: [], data: [16000] },
-        { name: "h", datatype: "FP32", shape: [2, 1, 64], data: h },
-        { name: "c", datatype: "FP32", shape: [2, 1, 64], data: c },
+        { name: "input", shape: [1, FRAME], data: frame },
+        { name: "sr", shape: [], data: BigInt64Array.of(16000n) },
+        { name: "h", shape: [2, 1, 64], data: h },
+        { name: "c", shape: [2, 1, 64], data: c },
       ],
     });
-    assert.equal(reply.status, 200, reply.text);
-    const outputs = Object.fromEntries((reply.json.outputs as { name: string; data: number[] }[]).map((o) => [o.name, o.data]));
-    probabilities.push(outputs.output![0]!);
-    h = outputs.hn!;
-    c = outputs.cn!;
+    probabilities.push(outputOf(response, "output").data[0] as number);
+    h = Float32Array.from(outputOf(response, "hn").data as Float32Array);
+    c = Float32Array.from(outputOf(response, "cn").data as Float32Array);
   }
   return probabilities;
 }

@@ -9,10 +9,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
+import { Client, outputOf } from "shoal/client";
 import { MiniLmTokenizer, MAX_TOKENS } from "../examples/embeddings/minilm.js";
 import { ensureModel } from "../scripts/models/ensure-model.js";
 import { modelsDir } from "../scripts/models/models-dir.js";
-import { assertError, post, send, startServer, waitFor, type ServerProcess } from "./helpers.js";
+import { post, startServer, waitFor, type ServerProcess } from "./helpers.js";
 import { batchSizes } from "./onnx-helpers.js";
 
 const MODEL = "all-MiniLM-L6-v2";
@@ -192,17 +193,16 @@ describe("examples/embeddings/server.ts", { skip }, () => {
   });
 
   test("the V2 model takes BYTES texts and gives FP32 [N, 384], the same vectors", async () => {
-    const metadata = (await send(`${server.url}/v2/models/${MODEL}`)).json;
+    const v2 = new Client(server.url).v2;
+    const metadata = await v2.modelMetadata(MODEL);
     assert.deepEqual(metadata.inputs, [{ name: "text", datatype: "BYTES", shape: [-1] }]);
     assert.deepEqual(metadata.outputs, [{ name: "embedding", datatype: "FP32", shape: [-1, 384] }]);
     const texts = SENTENCES.slice(0, 4);
-    const reply = await post(`${server.url}/v2/models/${MODEL}/infer`, { inputs: [{ name: "text", datatype: "BYTES", shape: [texts.length], data: texts }] });
-    assert.equal(reply.status, 200, reply.text);
-    const [out] = reply.json.outputs as { name: string; datatype: string; shape: number[]; data: number[] }[];
-    assert.deepEqual([out!.name, out!.datatype, out!.shape], ["embedding", "FP32", [4, 384]]);
+    const out = outputOf(await v2.infer(MODEL, { inputs: [{ name: "text", data: texts }] }), "embedding");
+    assert.deepEqual([out.datatype, out.shape], ["FP32", [4, 384]]);
+    const embeddings = out.data as Float32Array;
     const openai = await client.embeddings.create({ model: MODEL, input: texts });
-    openai.data.forEach((d, i) => assert.ok(maxDiff(out!.data.slice(i * 384, (i + 1) * 384), d.embedding) < 1e-5));
-    const empty = await post(`${server.url}/v2/models/${MODEL}/infer`, { inputs: [{ name: "text", datatype: "BYTES", shape: [2], data: ["fine", ""] }] });
-    assertError(empty, 400, "bad request: input 'text': element 1 must not be empty");
+    openai.data.forEach((d, i) => assert.ok(maxDiff(embeddings.subarray(i * 384, (i + 1) * 384), d.embedding) < 1e-5));
+    await assert.rejects(v2.infer(MODEL, { inputs: [{ name: "text", data: ["fine", ""] }] }), { name: "HttpError", status: 400, message: "bad request: input 'text': element 1 must not be empty" });
   });
 });

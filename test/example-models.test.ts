@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { EXAMPLE_MODELS, helloSamples, speechProbabilities } from "./deploy-helpers.js";
+import { Client } from "shoal/client";
 import { assertError, post, type ServerProcess } from "./helpers.js";
 import { serveRepository } from "./model-helpers.js";
 
@@ -36,13 +37,11 @@ describe("examples/models: the example model repository", () => {
     assert.equal(probabilities.length, 29);
     assert.ok(Math.max(...probabilities.slice(0, 4)) < 0.1, `silence at the start: ${probabilities}`);
     assert.ok(Math.max(...probabilities) > 0.9, `speech somewhere: ${probabilities}`);
+    const client = new Client(server.url);
     const segments = async (version: string) => {
-      const reply = await post(`${server.url}/v2/models/speech-segments/versions/${version}/infer`, {
-        inputs: [{ name: "probabilities", datatype: "FP32", shape: [probabilities.length], data: probabilities }],
-      });
-      assert.equal(reply.status, 200, reply.text);
-      const [start, end] = reply.json.outputs as { data: number[] }[];
-      return start!.data.map((s, i) => ({ start: s, end: end!.data[i]! }));
+      const response = await client.v2.infer("speech-segments", { inputs: [{ name: "probabilities", data: Float32Array.from(probabilities) }] }, { version });
+      const [start, end] = response.outputs.map((o) => [...(o.data as Float32Array)]);
+      return start!.map((s, i) => ({ start: s, end: end![i]! }));
     };
     const tuned = await segments("2");
     assert.equal(tuned.length, 1, JSON.stringify(tuned));
@@ -54,21 +53,14 @@ describe("examples/models: the example model repository", () => {
 
   test("the two versions differ as their settings say: hysteresis and a minimum length in version 2", async () => {
     const probabilities = [0.1, 0.9, 0.4, 0.9, 0.9, 0.2, 0.1, 0.6, 0.1, 0.1];
+    const client = new Client(server.url);
     const cut = async (version: string) => {
-      const reply = await post(`${server.url}/v2/models/speech-segments/versions/${version}/infer`, {
-        inputs: [{ name: "probabilities", datatype: "FP32", shape: [probabilities.length], data: probabilities }],
-      });
-      assert.equal(reply.status, 200, reply.text);
-      return (reply.json.outputs as { data: number[] }[]).map((o) => o.data.map((s) => Math.round(s * 1000)));
+      const response = await client.v2.infer("speech-segments", { inputs: [{ name: "probabilities", data: Float32Array.from(probabilities) }] }, { version });
+      return response.outputs.map((o) => [...(o.data as Float32Array)].map((s) => Math.round(s * 1000)));
     };
     assert.deepEqual(await cut("1"), [[96, 288, 672], [192, 480, 768]]);
     assert.deepEqual(await cut("2"), [[96], [480]]);
-    const bad = await post(`${server.url}/v2/models/speech-segments/infer`, {
-      parameters: { frame_seconds: -1 },
-      inputs: [{ name: "probabilities", datatype: "FP32", shape: [1], data: [0.5] }],
-    });
-    assert.equal(bad.status, 400, bad.text);
-    assert.match(bad.text, /frame_seconds/);
+    await assert.rejects(client.v2.infer("speech-segments", { parameters: { frame_seconds: -1 }, inputs: [{ name: "probabilities", data: Float32Array.of(0.5) }] }), { name: "HttpError", status: 400, message: /frame_seconds/ });
   });
 
   test("a recording shorter than Silero VAD's window is the client's 400, saying what the model found; a frame beside it is answered", async () => {

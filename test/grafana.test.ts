@@ -7,7 +7,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { EXAMPLE_MODELS } from "./deploy-helpers.js";
-import { ROOT, post, send, type ServerProcess } from "./helpers.js";
+import { Client } from "shoal/client";
+import { ROOT, send, type ServerProcess } from "./helpers.js";
 import { serveRepository } from "./model-helpers.js";
 
 interface Panel {
@@ -59,8 +60,7 @@ describe("deploy/grafana/shoal.json", () => {
   before(async () => {
     server = await serveRepository(EXAMPLE_MODELS);
     // One inference, so that the histograms have series.
-    const reply = await post(`${server.url}/v2/models/speech-segments/infer`, { inputs: [{ name: "probabilities", datatype: "FP32", shape: [2], data: [0.1, 0.9] }] });
-    assert.equal(reply.status, 200, reply.text);
+    await new Client(server.url).v2.infer("speech-segments", { inputs: [{ name: "probabilities", data: Float32Array.of(0.1, 0.9) }] });
     names = exported((await send(`${server.url}/metrics`)).text);
   });
   after(async () => {

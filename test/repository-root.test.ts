@@ -10,13 +10,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { after, describe, test } from "node:test";
-import { fixture, post, runToExit, send } from "./helpers.js";
+import { Client, outputOf } from "shoal/client";
+import { fixture, runToExit } from "./helpers.js";
 import { makeMlp } from "./fixtures/make-mlp.js";
 import { serveRepository } from "./model-helpers.js";
 import { CLI } from "./onnx-helpers.js";
 
-const X = { name: "x", datatype: "FP32", shape: [2], data: [1, 2] };
-const INPUT = { name: "input", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] };
+const X = { inputs: [{ name: "x", data: Float32Array.of(1, 2) }] };
+const INPUT = { inputs: [{ name: "input", data: Float32Array.of(1, 2, 3, 4), shape: [1, 4] }] };
+const notFound = { name: "HttpError", status: 404 };
 
 describe("a repository that is one model's folder", () => {
   const dirs: string[] = [];
@@ -37,17 +39,17 @@ describe("a repository that is one model's folder", () => {
     writeFileSync(join(dir, "model-settings.json"), JSON.stringify({ name: "scale", runtime: "./scale.ts", parameters: { factor: 3 } }));
     let server = await serveRepository(dir);
     try {
-      const reply = await post(`${server.url}/v2/models/scale/infer`, { inputs: [X] });
-      assert.equal(reply.status, 200, reply.text);
-      assert.deepEqual(reply.json.outputs[0].data, [3, 6]);
-      assert.deepEqual((await post(`${server.url}/v2/repository/index`, {})).json, [{ name: "scale", state: "READY", reason: "" }]);
+      const client = new Client(server.url);
+      assert.deepEqual([...outputOf(await client.v2.infer("scale", X), "y").data], [3, 6]);
+      assert.deepEqual(await client.v2.repositoryIndex(), [{ name: "scale", state: "READY", reason: "" }]);
     } finally {
       await server.stop();
     }
     server = await serveRepository(dir, [], { SHOAL_MODEL_NAME: "my-isvc" });
     try {
-      assert.equal((await post(`${server.url}/v2/models/my-isvc/infer`, { inputs: [X] })).status, 200);
-      assert.equal((await post(`${server.url}/v2/models/scale/infer`, { inputs: [X] })).status, 404);
+      const client = new Client(server.url);
+      assert.equal((await client.v2.infer("my-isvc", X)).model_name, "my-isvc");
+      await assert.rejects(client.v2.infer("scale", X), notFound);
     } finally {
       await server.stop();
     }
@@ -61,12 +63,10 @@ describe("a repository that is one model's folder", () => {
     }
     let server = await serveRepository(versioned);
     try {
-      const metadata = await send(`${server.url}/v2/models/models`);
-      assert.equal(metadata.status, 200, metadata.text);
-      assert.deepEqual(metadata.json.versions, ["1", "2"]);
-      const reply = await post(`${server.url}/v2/models/models/infer`, { inputs: [INPUT] });
-      assert.equal(reply.status, 200, reply.text);
-      assert.deepEqual(reply.json.outputs[0].shape, [1, 3], "the greatest version answers");
+      const client = new Client(server.url);
+      assert.deepEqual((await client.v2.modelMetadata("models")).versions, ["1", "2"]);
+      const response = await client.v2.infer("models", INPUT);
+      assert.deepEqual(response.outputs[0]!.shape, [1, 3], "the greatest version answers");
     } finally {
       await server.stop();
     }
@@ -74,10 +74,9 @@ describe("a repository that is one model's folder", () => {
     makeMlp(join(flat, "model.onnx"), { inputs: 4, hidden: 8, layers: 1, outputs: 2 });
     server = await serveRepository(flat, ["--model-name", "mlp"]);
     try {
-      const reply = await post(`${server.url}/v2/models/mlp/infer`, { inputs: [INPUT] });
-      assert.equal(reply.status, 200, reply.text);
-      assert.deepEqual(reply.json.outputs[0].shape, [1, 2]);
-      assert.equal((await send(`${server.url}/v2/models/flat`)).status, 404);
+      const client = new Client(server.url);
+      assert.deepEqual((await client.v2.infer("mlp", INPUT)).outputs[0]!.shape, [1, 2]);
+      await assert.rejects(client.v2.modelMetadata("flat"), notFound);
     } finally {
       await server.stop();
     }
@@ -97,10 +96,9 @@ describe("a repository that is one model's folder", () => {
     symlinkSync(join("..data", "package.json"), join(dir, "package.json"));
     const server = await serveRepository(dir);
     try {
-      const reply = await post(`${server.url}/v2/models/scale/infer`, { inputs: [X] });
-      assert.equal(reply.status, 200, reply.text);
-      assert.deepEqual(reply.json.outputs[0].data, [5, 10]);
-      assert.deepEqual((await post(`${server.url}/v2/repository/index`, {})).json, [{ name: "scale", state: "READY", reason: "" }]);
+      const client = new Client(server.url);
+      assert.deepEqual([...outputOf(await client.v2.infer("scale", X), "y").data], [5, 10]);
+      assert.deepEqual(await client.v2.repositoryIndex(), [{ name: "scale", state: "READY", reason: "" }]);
     } finally {
       await server.stop();
     }
@@ -111,11 +109,11 @@ describe("a repository that is one model's folder", () => {
     writeFileSync(join(dir, "model-settings.json"), JSON.stringify({ name: "broken", runtime: "onnx", maxBatchSize: "8" }));
     const server = await serveRepository(dir, ["--model-name", "isvc"]);
     try {
-      const index = (await post(`${server.url}/v2/repository/index`, {})).json as { name: string; state: string; reason: string }[];
+      const index = await new Client(server.url).v2.repositoryIndex();
       assert.equal(index.length, 1, JSON.stringify(index));
       assert.equal(index[0]!.name, "isvc");
       assert.equal(index[0]!.state, "UNAVAILABLE");
-      assert.match(index[0]!.reason, /model-settings\.json: maxBatchSize/);
+      assert.match(index[0]!.reason ?? "", /model-settings\.json: maxBatchSize/);
     } finally {
       await server.stop();
     }

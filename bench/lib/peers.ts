@@ -9,14 +9,15 @@ import { join } from "node:path";
 import { makeMlp, type MlpShape } from "../../test/fixtures/make-mlp.js";
 import type { Contender } from "./sweep.js";
 
-/** The PyPI packages of the peers, unpinned: a fresh setup measures their latest releases. */
+/** The PyPI packages of the peers: MLServer as bench/requirements-mlserver.txt pins it, the others unpinned (a fresh setup measures their latest releases). */
 export const PEER_PACKAGES = ["mosec", "mlserver", "onnxruntime", "numpy"] as const;
 
 /**
- * MLServer 1.7's worker processes die at start-up with uvloop 0.22 or later ("There is no current
- * event loop", SeldonIO/MLServer#2286, open): the one pin, a known workaround.
+ * MLServer's version and the pin it needs (uvloop), in the one file the tests' venv in CI is made
+ * from too (.ci/run): every install here is constrained by it.
  */
-const PINS = ["uvloop<0.22"];
+export const MLSERVER_REQUIREMENTS = join("bench", "requirements-mlserver.txt");
+const PINS = (root: string) => ["-c", join(root, MLSERVER_REQUIREMENTS)];
 
 export const venvDir = (root: string) => join(root, "bench", ".venv");
 export const cacheDir = (root: string) => join(root, "bench", ".cache");
@@ -56,7 +57,7 @@ export function ensurePeers(root: string, log: (line: string) => void, extras: r
   for (const extra of extras) {
     if (spawnSync(python, ["-c", `import ${extra.module}`]).status === 0) continue;
     log(`adding ${extra.pip} to ${venvDir(root)} (from PyPI, once)`);
-    const r = spawnSync(python, ["-m", "pip", "install", "--quiet", extra.pip, ...PINS], { encoding: "utf8" });
+    const r = spawnSync(python, ["-m", "pip", "install", "--quiet", extra.pip, ...PINS(root)], { encoding: "utf8" });
     if (r.status === 0 && spawnSync(python, ["-c", `import ${extra.module}`]).status === 0) continue;
     const why = `\`pip install ${extra.pip}\` failed (exit ${r.status}): ${(r.stderr ?? "").trim().split("\n").at(-1) ?? ""}`;
     if (extra.optional !== true) refuse([why, "is PyPI reachable?"]);
@@ -77,11 +78,11 @@ function createVenv(root: string, log: (line: string) => void): void {
       "  macOS:          brew install python",
     ]);
   }
-  log(`setting up ${venvDir(root)}: pip install ${[...PEER_PACKAGES, ...PINS].join(" ")} (from PyPI, once)`);
+  log(`setting up ${venvDir(root)}: pip install ${[...PEER_PACKAGES, ...PINS(root)].join(" ")} (from PyPI, once)`);
   const steps: [string, string[]][] = [
     ["python3", ["-m", "venv", venvDir(root)]],
     [python, ["-m", "pip", "install", "--quiet", "--upgrade", "pip"]],
-    [python, ["-m", "pip", "install", "--quiet", ...PEER_PACKAGES, ...PINS]],
+    [python, ["-m", "pip", "install", "--quiet", ...PEER_PACKAGES, ...PINS(root)]],
   ];
   for (const [file, args] of steps) {
     const r = spawnSync(file, args, { stdio: "inherit" });

@@ -19,7 +19,7 @@ import { findBun, runtimeLabel, type RuntimeName } from "./runtimes.js";
 import type { ScenarioContext } from "./scenario.js";
 import { freePort, startServer, type RunningServer, type ServerSpec } from "./server.js";
 import { spread, type Spread } from "./stats.js";
-import { lineChart } from "./svg.js";
+import { lineChart } from "../../src/bench/svg.js";
 import { runWrk, wrkVersion, type WrkResult } from "./wrk.js";
 
 /** One server of a comparison, or a peer that cannot take part (then `unavailable` says why). */

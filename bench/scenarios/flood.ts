@@ -4,7 +4,7 @@
  * (`--max-connections`, `--headers-timeout`, `--request-timeout`, `--max-request-size`) so that
  * the attacks reach them. Two normal clients run from start to end without a pause: REST V2
  * inference over kept-alive connections and gRPC ModelInfer unary calls on one channel, each at a
- * fixed concurrency (bench/lib/loadgen.ts). Each round measures them alone, and while the
+ * fixed concurrency (src/bench/loadgen.ts). Each round measures them alone, and while the
  * attackers (bench/lib/attacks.ts, in a process of their own) hold: idle connections on both
  * ports, slow headers and never-finished bodies, gRPC calls of HEADERS only at many a connection,
  * ModelStreamInfer calls that send and never read, and gzip bodies that inflate past the limit.
@@ -18,7 +18,8 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { ATTACKS, portOf, inferMessage, type AttackName, type AttackSettings, type AttackStats } from "../lib/attacks.js";
-import { grpcSender, httpSender, steadyLoad, type LoadResult } from "../lib/loadgen.js";
+import { httpSender } from "../../src/bench/http-sender.js";
+import { grpcSender, steadyLoad, type LoadResult } from "../../src/bench/loadgen.js";
 import { gitState, machineInfo, treeCpuSeconds } from "../lib/machine.js";
 import { alternate } from "../lib/measure.js";
 import { treeMemory } from "../lib/proctree.js";

@@ -20,7 +20,7 @@ import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer } from "../lib/server.js";
 import { median, percentile } from "../lib/stats.js";
 import { lengths, streamLoad, type StreamPoint } from "../lib/stream-load.js";
-import { lineChart } from "../lib/svg.js";
+import { lineChart } from "../../src/bench/svg.js";
 
 export const defaults = { duration: 10, rounds: 3, warmup: 3 };
 

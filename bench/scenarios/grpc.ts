@@ -1,7 +1,7 @@
 /**
  * grpc: one ONNX model (a generated MLP) served from a model repository by `shoal serve`, measured
  * over REST with JSON tensors, REST with binary tensor data, and gRPC with raw contents, at 1 to 64
- * concurrent streams, by the benchmark's own load generator (bench/lib/loadgen.ts: wrk speaks no
+ * concurrent streams, by the benchmark's own load generator (src/bench/loadgen.ts: wrk speaks no
  * gRPC); with `--servers ...,mlserver-grpc`, MLServer's gRPC for the same model (bench/.venv, set
  * up from PyPI like the other scenarios' peers). Same batching everywhere: 2 workers, batches of up
  * to 32, 5 ms wait.
@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { loadSync } from "@grpc/proto-loader";
 import { againstCheckout, BEFORE } from "../lib/against.js";
-import { grpcSender, httpSender, runLoad, type LoadResult, type Send } from "../lib/loadgen.js";
+import { httpSender } from "../../src/bench/http-sender.js";
+import { grpcSender, runLoad, type LoadResult, type Send } from "../../src/bench/loadgen.js";
 import { nodeVersions, cacheDir, ensureMlp, ensurePeers, mlserverSpec, peerVersions } from "../lib/peers.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer, type RunningServer, type ServerSpec } from "../lib/server.js";

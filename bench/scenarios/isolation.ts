@@ -13,7 +13,7 @@ import { relative } from "node:path";
 import { gitState, machineBusy, machineInfo, waitQuiet, type MachineInfo } from "../lib/machine.js";
 import { alternate, describePoint, DISTURBED, measureOnce, measurePoint, quietHelp, quietOptions, quietSettings, summarise, SUMMARY_ALIGN, SUMMARY_HEADERS, summaryCells, wholeNumber, type Measured, type QuietSettings, type Summary } from "../lib/measure.js";
 import { descendants } from "../lib/proctree.js";
-import { metricValue, scrape } from "../lib/metrics.js";
+import { metricValue, scrape } from "../../src/bench/prometheus-text.js";
 import { fmtMs, markdownTable, textTable, writeResults, targetsAndCommands, reportHeader } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer, type RunningServer } from "../lib/server.js";

@@ -16,6 +16,7 @@
 import { linkSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { Client } from "../../src/client/client.js";
 import { encodeInferenceRequest } from "../../src/v2/index.js";
 import { gitState, machineBusy, machineInfo, shownPath, type MachineInfo } from "../lib/machine.js";
 import { alternate, describePoint, measureOnce, measurePoint, quietHelp, quietOptions, quietSettings, summarise, SUMMARY_ALIGN, SUMMARY_HEADERS, summaryCells, wholeNumber, type Measured, type QuietSettings, type Summary } from "../lib/measure.js";
@@ -160,6 +161,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const { dir: modelsDir, names } = prepareModels(root, count, log);
   const commands: Record<string, string[]> = {};
   const mlpBody = v2Body("input", row(SHAPE.inputs));
+  const mlpInput = { inputs: [{ name: "input", data: Float32Array.from(row(SHAPE.inputs)), shape: [1, SHAPE.inputs] }] };
 
   // Memory of the shared pool, one model at a time.
   const shared: MemorySample[] = [];
@@ -167,12 +169,13 @@ async function run(ctx: ScenarioContext): Promise<void> {
     const repo = repository(root, "shared", modelsDir);
     const server = await serve(root, "shared-pool", ["serve", "--model-repository", repo.dir, "--grpc-port", "0", "--workers", "2", "--model-control", "explicit"], { path: "/v2/repository/index", body: "{}" });
     commands["shared pool"] = [server.command, `curl -X POST ${server.url}/v2/repository/models/<name>/load   # after adding <name> to the repository, for each model`];
+    const client = new Client(server.url, { timeoutMs: 60_000 });
     try {
       shared.push(await settled(server.pid, 0));
       for (const [i, name] of names.entries()) {
         repo.mlp(name);
-        await postOk(`${server.url}/v2/repository/models/${name}/load`, "");
-        await postOk(`${server.url}/v2/models/${name}/infer`, mlpBody);
+        await client.v2.load(name);
+        await client.v2.infer(name, mlpInput);
         shared.push(await settled(server.pid, i + 1));
         log(`  shared pool, ${i + 1} models: RSS ${MiB(shared.at(-1)!.rssBytes)} MiB (PSS ${MiB(shared.at(-1)!.pssBytes)} MiB, ${shared.at(-1)!.processes} process(es))`);
       }

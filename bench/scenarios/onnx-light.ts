@@ -11,7 +11,7 @@ import os from "node:os";
 import { relative } from "node:path";
 import { gitState, machineBusy, machineInfo, type MachineInfo } from "../lib/machine.js";
 import { alternate, describePoint, measureOnce, measurePoint, quietHelp, quietOptions, quietSettings, summarise, SUMMARY_ALIGN, SUMMARY_HEADERS, summaryCells, wholeNumber, type Measured, type QuietSettings, type Summary } from "../lib/measure.js";
-import { metricValue, scrape } from "../lib/metrics.js";
+import { metricValue, scrape } from "../../src/bench/prometheus-text.js";
 import { ensureMlp, nodeVersions } from "../lib/peers.js";
 import { markdownTable, textTable, writeResults, targetsAndCommands, reportHeader } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";

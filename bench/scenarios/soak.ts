@@ -25,7 +25,7 @@ import { fmtInt, markdownTable, writeResults } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer } from "../lib/server.js";
 import { median, percentile } from "../lib/stats.js";
-import { lineChart } from "../lib/svg.js";
+import { lineChart } from "../../src/bench/svg.js";
 
 export const defaults = { duration: 600, rounds: 1, warmup: 5 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `shoal` command: `shoal serve model.onnx` serves a model with no code.
+ * The `shoal` command: `shoal serve model.onnx` serves a model with no code; `shoal bench` measures a server.
  *
  * Worker threads import this module again with the same arguments (as they import any server's
  * main module), so parsing them there registers the same stage, and `run()` returns at once.
@@ -20,6 +20,7 @@ if (isMainThread && process.platform === "linux" && execve !== undefined && !mal
 const { Command } = await import("commander");
 const { serveCommand } = await import("./serve.js");
 const { pythonCommand } = await import("./python-stages.js");
+const { benchCommand } = await import("./bench.js");
 
 const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
@@ -30,6 +31,7 @@ const program = new Command("shoal")
   .addHelpCommand(false)
   .addCommand(serveCommand())
   .addCommand(pythonCommand())
+  .addCommand(benchCommand())
   .addHelpText(
     "after",
     `
@@ -37,6 +39,8 @@ Examples:
   $ shoal serve model.onnx                                  serve on :8000, batching up to 32 requests
   $ shoal serve model.onnx --num 2 --max-batch-size 64 --port 8080
   $ shoal serve --help                                      every flag of serve
+  $ shoal bench http://127.0.0.1:8000/inference --body '{"input": [[0.1, 0.2, 0.3, 0.4]]}'
+  $ shoal bench --help                                      every flag of bench
 
 Servers with code of their own (a Worker class and Server.run()) take the same server flags.`,
   );
