@@ -30,7 +30,14 @@ export const prioritySettingsShape = {
   maxOvertakes: z.number().int().min(1).optional(),
   queuePolicy: queuePolicySchema.optional(),
   priorityQueuePolicy: z.record(z.string(), queuePolicySchema).optional(),
+  preferredBatchSize: z.array(z.number().int().min(1)).min(1).transform((sizes) => [...new Set(sizes)].sort((a, b) => a - b)).optional(),
+  predictAdmission: z.boolean().optional(),
+  tenantWeights: z.record(z.string().min(1).max(64), z.number().positive().max(1e6)).optional(),
+  maxTenants: z.number().int().min(1).max(1000).optional(),
 };
+
+/** `maxWaitMs`: a time in ms, or `"auto"` (chosen from the latency model; docs/scheduling.md). */
+export const maxWaitSchema = z.union([z.number().min(0), z.literal("auto")]);
 
 /** Checks what the fields of {@link prioritySettingsShape} must agree on: the levels a default and a policy name exist. */
 export function checkPrioritySettings(settings: PrioritySettings, ctx: z.RefinementCtx): void {
@@ -67,12 +74,20 @@ export interface PrioritySettings {
   queuePolicy?: QueuePolicySettings;
   /** A level's own policy, by level: `{ "2": { "maxQueueSize": 100 } }`. */
   priorityQueuePolicy?: Record<string, QueuePolicySettings>;
+  /** Batch sizes that leave at once when that many are queued, as Triton's `preferred_batch_size` (default: only `maxBatchSize`). */
+  preferredBatchSize?: number[];
+  /** Refuse at once, with 429 and `Retry-After`, a request the latency model says would miss its deadline (default false). */
+  predictAdmission?: boolean;
+  /** Each tenant's weight (default 1): when saturated, each tenant's share of the queue's batches follows it, within each priority level. */
+  tenantWeights?: Record<string, number>;
+  /** Most tenants the queue keeps apart beyond those of `tenantWeights` (default 64); the others share one "other" share and label. */
+  maxTenants?: number;
 }
 
 const stageOptionsSchema = z.strictObject({
   num: z.number().int().min(1).default(1),
   maxBatchSize: z.number().int().min(1).default(1),
-  maxWaitMs: z.number().min(0).default(10),
+  maxWaitMs: maxWaitSchema.default(10),
   timeoutMs: z.number().positive().optional(),
   route: z.union([routePath, z.array(routePath).min(1)]).default("/inference"),
   env: z.array(z.record(z.string(), z.string())).optional(),
@@ -95,8 +110,8 @@ export interface StageOptions extends PrioritySettings {
   num?: number;
   /** Largest batch `forward()` receives (default 1: no batching). */
   maxBatchSize?: number;
-  /** How long a batch may wait to fill after its oldest item arrived, in ms (default 10). */
-  maxWaitMs?: number;
+  /** How long a batch may wait to fill after its oldest item arrived, in ms (default 10); `"auto"`: chosen from the stage's latency model. */
+  maxWaitMs?: number | "auto";
   /** Cap on one `forward()` call in ms; an overrun fails the batch with 408 and replaces the worker (default: `--timeout`). */
   timeoutMs?: number;
   /** The route (or routes) whose pipeline this stage joins (default `/inference`). */
@@ -164,7 +179,7 @@ export type Isolation = "thread" | "process";
 export interface ResolvedStageOptions {
   num: number;
   maxBatchSize: number;
-  maxWaitMs: number;
+  maxWaitMs: number | "auto";
   timeoutMs: number | undefined;
   routes: string[];
   env: Record<string, string>[] | undefined;

@@ -25,7 +25,7 @@ import type { ApiDocs } from "./docs.js";
 import type { HttpRequest, HttpResponse, OutgoingHttpHeaders } from "./http-message.js";
 import type { Handle, Listener } from "./listener.js";
 import type { Route } from "../serving/route.js";
-import { PRIORITY_HEADER, requestSchedule, TIMEOUT_HEADER } from "../serving/request-schedule.js";
+import { PRIORITY_HEADER, requestSchedule, tenantOf, TIMEOUT_HEADER } from "../serving/request-schedule.js";
 import { CANCEL_PREFIX, serveCancel } from "./cancel.js";
 
 // A stream asked for by a dialect from a step whose Worker does not stream: its one answer is its one chunk.
@@ -237,7 +237,8 @@ export class HttpFront {
       reply.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
     }
     (res as Answering)[REPLY] = reply;
-    this.admission.enter(steps, meta, arrival, timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, reply, transport !== undefined, priority);
+    const tenant = config.tenantKey === undefined ? "" : tenantOf(config.tenantKey, (name) => headers[name]);
+    this.admission.enter(steps, meta, arrival, timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, reply, transport !== undefined, priority, tenant);
     res.on("close", dropTask);
   }
 

@@ -98,7 +98,10 @@ export class Instance implements Delivery {
 
   landed({ tasks }: Flight, elapsedMs: number | undefined): void {
     this.inFlight--;
-    if (elapsedMs !== undefined) this.model.stats.batch(tasks.length, elapsedMs);
+    if (elapsedMs !== undefined) {
+      this.model.stats.batch(tasks.length, elapsedMs);
+      this.model.queue.landed(tasks, elapsedMs);
+    }
     this.hosting.retire(this);
   }
 
@@ -149,6 +152,9 @@ export class ModelVersion implements Step {
       get maxWaitMs() {
         return settings().maxWaitMs;
       },
+      get preferredBatchSize() {
+        return settings().settings.preferredBatchSize;
+      },
     };
     this.queue = new BatchQueue({
       policy,
@@ -162,6 +168,11 @@ export class ModelVersion implements Step {
         this.stats.queued(ms);
       },
       counted: (outcome, level) => this.metrics.queueOutcome(outcome, level),
+      workers: () => this.liveWorkers,
+      predict: spec.settings.predictAdmission,
+      predicted: (predictedMs, actualMs) => this.metrics.predicted(predictedMs, actualMs),
+      waitChosen: (ms) => this.metrics.waitChosen(ms),
+      tenantCounted: (share, outcome) => this.metrics.tenant(share, outcome),
     });
   }
 

@@ -1,6 +1,7 @@
 import { ShoalError } from "../errors.js";
-import type { QueueOutcome } from "../metrics/registry.js";
+import type { QueueOutcome, TenantOutcome } from "../metrics/registry.js";
 import { decideBatch, type BatchPolicy } from "./batcher.js";
+import { ArrivalRate, autoWaitMs, LatencyModel, predictMs, retryAfter } from "./latency-model.js";
 import type { QueueOrder } from "./queue-order.js";
 import type { Task } from "./task.js";
 
@@ -21,6 +22,16 @@ export interface BatchQueueOptions {
   counted?: (outcome: QueueOutcome, level: number) => void;
   /** The clock of tasks' arrivals and deadlines (`performance.now()` unless given). */
   now?: () => number;
+  /** Workers that take from this queue now (0 while they start); 1 unless given. */
+  workers?: () => number;
+  /** Refuse at once a request the latency model says would miss its deadline (`predictAdmission`). */
+  predict?: boolean;
+  /** A task admitted on a prediction of `predictedMs` was answered at this step `actualMs` after it joined. */
+  predicted?: (predictedMs: number, actualMs: number) => void;
+  /** The wait `maxWaitMs: "auto"` chose for a partial batch, in ms. */
+  waitChosen?: (ms: number) => void;
+  /** What became of a task of a queue that shares between tenants, by its tenant's share. */
+  tenantCounted?: (share: string, outcome: TenantOutcome) => void;
 }
 
 /**
@@ -38,6 +49,14 @@ export class BatchQueue {
   readonly waited: (ms: number) => void;
   readonly now: () => number;
   readonly counted: (outcome: QueueOutcome, level: number) => void;
+  /** Its forward time by batch size, from the batches that came back. */
+  readonly latency = new LatencyModel();
+  readonly #rate = new ArrivalRate();
+  readonly #workers: () => number;
+  readonly #predict: boolean;
+  readonly #predicted: ((predictedMs: number, actualMs: number) => void) | undefined;
+  readonly #waitChosen: ((ms: number) => void) | undefined;
+  readonly #tenantCounted: (share: string, outcome: TenantOutcome) => void;
   /** Tasks waiting, none of them settled, in the order they leave. */
   readonly #queue: QueueOrder<Task>;
   #timer: NodeJS.Timeout | undefined;
@@ -53,6 +72,7 @@ export class BatchQueue {
     task.queueMs += now - task.enqueuedAt;
     const deadline = task.deadline <= now;
     this.counted(deadline ? "expired" : "timeout", level);
+    if (task.share !== undefined) this.#tenantCounted(task.share, "rejected");
     task.fail(new ShoalError("TIMEOUT", deadline ? "the deadline passed while the request was queued" : `the queue timeout of priority level ${level} passed`));
   };
   readonly #delayed = (level: number): void => this.counted("delayed", level);
@@ -66,6 +86,11 @@ export class BatchQueue {
     this.now = options.now ?? (() => performance.now());
     this.counted = options.counted ?? (() => {});
     this.#queue = options.order;
+    this.#workers = options.workers ?? (() => 1);
+    this.#predict = options.predict ?? false;
+    this.#predicted = options.predicted;
+    this.#waitChosen = options.waitChosen;
+    this.#tenantCounted = options.tenantCounted ?? (() => {});
   }
 
   /** Tasks waiting: what capacity counts. */
@@ -80,18 +105,60 @@ export class BatchQueue {
   admit(task: Task): ShoalError | undefined {
     const queue = this.#queue;
     if (task.ingress && queue.length >= this.capacity) return new ShoalError("QUEUE_FULL", `the queue of ${this.owner} is full`);
+    task.share = undefined;
     if (queue.place !== undefined) {
       const refused = queue.place(task);
       if (refused !== undefined) {
         if (refused.code === "QUEUE_FULL") this.counted("full", task.level);
-        return refused;
+        return this.#refused(task, refused);
       }
     }
-    task.enqueuedAt = this.now();
+    const now = this.now();
+    this.#rate.arrived(now);
+    if (this.#predict && task.ingress && this.latency.ready) {
+      const refused = this.#late(task, now);
+      if (refused !== undefined) return this.#refused(task, refused);
+    }
+    if (task.share !== undefined) this.#tenantCounted(task.share, "queued");
+    task.enqueuedAt = now;
     task.queuedIn = this;
     queue.push(task);
     if (queue.nextExpiry !== undefined) this.#armExpiry();
     return undefined;
+  }
+
+  #refused(task: Task, error: ShoalError): ShoalError {
+    if (task.share !== undefined) this.#tenantCounted(task.share, "rejected");
+    return error;
+  }
+
+  // Admission by predicted latency: the 429 (503 while no worker is up) of a task that would miss its deadline, or its prediction.
+  #late(task: Task, now: number): ShoalError | undefined {
+    const workers = this.#workers();
+    const ahead = this.#queue.ahead?.(task) ?? this.#queue.length;
+    const ms = predictMs(this.latency, { ahead, workers, maxBatchSize: this.policy.maxBatchSize });
+    const wait = retryAfter(ms, now, task.deadline);
+    if (wait === undefined) {
+      task.predictedMs = ms;
+      return undefined;
+    }
+    this.counted("shed", task.level);
+    const error = new ShoalError(workers === 0 ? "NOT_READY" : "QUEUE_FULL", `${this.owner} would answer in about ${Math.ceil(ms)} ms, after the request's deadline`);
+    error.retryAfterS = wait;
+    return error;
+  }
+
+  /** A batch of `tasks` came back from a worker after `elapsedMs`: the latency model learns from it. */
+  landed(tasks: readonly Task[], elapsedMs: number): void {
+    if (tasks.length === 0) return;
+    this.latency.observe(tasks.length, elapsedMs);
+    if (this.#predicted === undefined) return;
+    const now = this.now();
+    for (const task of tasks) {
+      if (task.predictedMs === undefined) continue;
+      this.#predicted(task.predictedMs, now - task.enqueuedAt);
+      task.predictedMs = undefined;
+    }
   }
 
   /** Called by a queued task that settles (deadline, disconnect): it leaves the queue now. */
@@ -112,7 +179,7 @@ export class BatchQueue {
     const head = this.#queue.peek();
     if (head === undefined) return undefined;
     const now = this.now();
-    const decision = decideBatch(this.#queue.length, head.enqueuedAt, now, this.policy);
+    const decision = decideBatch(this.#queue.length, head.enqueuedAt, now, this.policy, this.#waitMs(now));
     if ("wakeAt" in decision) {
       this.#wakeAt(decision.wakeAt, now);
       return undefined;
@@ -132,6 +199,16 @@ export class BatchQueue {
     return tasks;
   }
 
+  // The wait of this decision: the policy's, or the one "auto" chooses from the latency model now.
+  #waitMs(now: number): number {
+    const { maxWaitMs } = this.policy;
+    if (maxWaitMs !== "auto") return maxWaitMs;
+    const workers = Math.max(1, this.#workers());
+    const ms = autoWaitMs(this.latency, { queued: this.#queue.length, ratePerMs: this.#rate.perMs(now) / workers, maxBatchSize: this.policy.maxBatchSize, preferred: this.policy.preferredBatchSize ?? [] });
+    this.#waitChosen?.(ms);
+    return ms;
+  }
+
   #take(count: number, now: number): Task[] {
     const tasks: Task[] = [];
     while (tasks.length < count) {
@@ -142,9 +219,11 @@ export class BatchQueue {
       task.queueMs += waited;
       if (task.deadline <= now) {
         this.counted("expired", task.level);
+        if (task.share !== undefined) this.#tenantCounted(task.share, "rejected");
         task.fail(new ShoalError("TIMEOUT", "the deadline passed while the request was queued"));
         continue;
       }
+      if (task.share !== undefined) this.#tenantCounted(task.share, "served");
       this.waited(waited);
       tasks.push(task);
     }

@@ -64,7 +64,7 @@ export class Stage implements Step, Chooser, Delivery {
   ) {
     // A Worker that joins sequences between steps takes each one alone, as soon as it has room.
     const joins = options.maxActive !== undefined;
-    this.policy = { maxBatchSize: joins ? 1 : options.maxBatchSize, maxWaitMs: joins ? 0 : options.maxWaitMs };
+    this.policy = { maxBatchSize: joins ? 1 : options.maxBatchSize, maxWaitMs: joins ? 0 : options.maxWaitMs, preferredBatchSize: options.priority.preferredBatchSize };
     this.metrics = context.metrics.stage(name);
     this.batches = this.policy.maxBatchSize > 1;
     this.stream = options.stream;
@@ -72,7 +72,20 @@ export class Stage implements Step, Chooser, Delivery {
     this.logFields = { stage: name };
     this.#subItems = context.metrics.subItems(name, options.fanOut === undefined ? [] : options.routes);
     this.#size = this.batches ? undefined : () => this.#sendSize();
-    this.#queue = new BatchQueue({ policy: this.policy, capacity: context.capacity, owner: `stage ${name}`, order: queueOrderOf(options.priority), wake: () => this.dispatcher.pump(), waited: (ms) => this.metrics.queueWait(ms), counted: (outcome, level) => this.metrics.queueOutcome(outcome, level) });
+    this.#queue = new BatchQueue({
+      policy: this.policy,
+      capacity: context.capacity,
+      owner: `stage ${name}`,
+      order: queueOrderOf(options.priority),
+      wake: () => this.dispatcher.pump(),
+      waited: (ms) => this.metrics.queueWait(ms),
+      counted: (outcome, level) => this.metrics.queueOutcome(outcome, level),
+      workers: () => this.pool.live,
+      predict: options.priority.predictAdmission,
+      predicted: (predictedMs, actualMs) => this.metrics.predicted(predictedMs, actualMs),
+      waitChosen: (ms) => this.metrics.waitChosen(ms),
+      tenantCounted: (share, outcome) => this.metrics.tenant(share, outcome),
+    });
     this.dispatcher = new Dispatcher(
       {
         name,
@@ -134,6 +147,7 @@ export class Stage implements Step, Chooser, Delivery {
 
   landed({ tasks }: Flight, elapsedMs: number | undefined): void {
     if (elapsedMs === undefined) return;
+    if (this.batches) this.#queue.landed(tasks, elapsedMs);
     if (!this.batches) this.#itemMs += (elapsedMs / tasks.length - this.#itemMs) * 0.2;
     // Sub-items share their request's trace: a batch of several of them is one entry.
     let traced: Task["trace"];

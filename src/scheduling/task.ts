@@ -78,6 +78,12 @@ export class Task {
   priority = 0;
   /** Its priority level in the queue that holds it (1 the highest), set by a queue with levels; 0: the queue has none. */
   level = 0;
+  /** The time its queue predicted, on admitting it, from joining to its answer there, in ms (admission by predicted latency); cleared once compared. */
+  predictedMs: number | undefined = undefined;
+  /** The tenant its request came from ("" when the server has no tenant key): its share follows its weight (docs/scheduling.md). */
+  tenant = "";
+  /** Its tenant's share in the queue that holds it, set by a queue that shares between tenants (bounded: fair-share.ts); undefined: the queue does not. */
+  share: string | undefined = undefined;
   /** Its place in a queue order that keeps one (a priority order's), while it is queued there. */
   orderSlot: object | undefined = undefined;
 

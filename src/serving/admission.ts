@@ -115,12 +115,14 @@ export class Admission {
    * Makes the task of a request that is in, with its deadline timer (`timeoutMs` after
    * `arrival`), counts it in flight and queues it at its first step; one refused there (a full
    * queue, a server that gave up) is failed at once. `streamed`: its client takes a stream;
-   * `priority`: the level it asked (0: its queue's default; serving/request-schedule.ts).
+   * `priority`: the level it asked (0: its queue's default); `tenant`: the tenant it named (""
+   * none; serving/request-schedule.ts).
    */
-  enter(steps: readonly Step[], meta: RequestMeta, arrival: number, timeoutMs: number, payload: unknown, transfer: ArrayBuffer[] | undefined, reply: Entrant, streamed = false, priority = 0): Task {
+  enter(steps: readonly Step[], meta: RequestMeta, arrival: number, timeoutMs: number, payload: unknown, transfer: ArrayBuffer[] | undefined, reply: Entrant, streamed = false, priority = 0, tenant = ""): Task {
     const task = new Task(steps, meta, arrival + timeoutMs, payload, transfer, reply);
     task.streamed = streamed;
     task.priority = priority;
+    task.tenant = tenant;
     reply.task = task;
     reply.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${Math.max(0, Math.round(timeoutMs))} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));
     this.#accepted.add(task);

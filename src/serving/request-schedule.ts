@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { ShoalError } from "../errors.js";
 
 /** The header a plain HTTP request asks its priority with: 1 is the highest level, 0 the default (docs/scheduling.md). */
@@ -35,4 +36,38 @@ function whole(value: unknown, name: string): number {
   if (typeof value === "string" && DIGITS.test(value.trim())) return Number(value.trim());
   const shown = typeof value === "string" ? `'${value.slice(0, 40)}'` : Array.isArray(value) ? "several values" : typeof value;
   throw new ShoalError("BAD_REQUEST", `${name} must be a whole number of 0 or more, not ${shown}`);
+}
+
+/**
+ * Where a request names its tenant (`--tenant-key`): a header (on gRPC, the call's metadata of
+ * that name), its API key (the `Authorization: Bearer` token, or `x-api-key`), or a V2 parameter
+ * (gRPC `parameters.NAME`; on HTTP, whose bodies this thread never decodes, the header of the same name).
+ */
+export type TenantKey = { readonly from: "header" | "parameter"; readonly name: string } | { readonly from: "api-key" };
+
+/** Most characters of a tenant's name: a longer one is cut. */
+const TENANT_CHARS = 64;
+
+/** Reads `--tenant-key`: `header:NAME`, `parameter:NAME` or `api-key`. */
+export function parseTenantKey(text: string): TenantKey {
+  if (text === "api-key") return { from: "api-key" };
+  const match = /^(header|parameter):([A-Za-z0-9_.-]{1,64})$/.exec(text);
+  if (match === null) throw new Error(`expected header:NAME, parameter:NAME or api-key, not '${text.slice(0, 80)}'`);
+  return { from: match[1] as "header" | "parameter", name: match[1] === "header" ? match[2]!.toLowerCase() : match[2]! };
+}
+
+/**
+ * The tenant a request names by `key`, whatever door it came through ("" when it names none):
+ * `header` reads a header (HTTP) or the call's metadata (gRPC), `parameter` a gRPC request's
+ * V2 parameter, else the header. An API key is never shown: its tenant is `key-` and the first
+ * 12 hex digits of its SHA-256.
+ */
+export function tenantOf(key: TenantKey, header: (name: string) => unknown, parameter?: (name: string) => unknown): string {
+  if (key.from === "api-key") {
+    const auth = header("authorization");
+    const bearer = typeof auth === "string" && /^bearer /i.test(auth) ? auth.slice(7).trim() : header("x-api-key");
+    return typeof bearer === "string" && bearer !== "" ? `key-${createHash("sha256").update(bearer).digest("hex").slice(0, 12)}` : "";
+  }
+  const value = (key.from === "parameter" ? parameter?.(key.name) : undefined) ?? header(key.name.toLowerCase());
+  return typeof value === "string" ? value.trim().slice(0, TENANT_CHARS) : typeof value === "number" ? String(value) : "";
 }
