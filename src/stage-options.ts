@@ -34,6 +34,7 @@ export const prioritySettingsShape = {
   predictAdmission: z.boolean().optional(),
   tenantWeights: z.record(z.string().min(1).max(64), z.number().positive().max(1e6)).optional(),
   maxTenants: z.number().int().min(1).max(1000).optional(),
+  maxBatchCost: z.number().positive().optional(),
 };
 
 /** `maxWaitMs`: a time in ms, or `"auto"` (chosen from the latency model; docs/scheduling.md). */
@@ -82,6 +83,8 @@ export interface PrioritySettings {
   tenantWeights?: Record<string, number>;
   /** Most tenants the queue keeps apart beyond those of `tenantWeights` (default 64); the others share one "other" share and label. */
   maxTenants?: number;
+  /** Most cost one batch may hold, its items' costs together (`sizeOf`; by default a request body's bytes): many short inputs or a few long ones. One item always goes, whatever its cost. */
+  maxBatchCost?: number;
 }
 
 const stageOptionsSchema = z.strictObject({
@@ -96,6 +99,7 @@ const stageOptionsSchema = z.strictObject({
   continuous: z.boolean().optional(),
   fanOut: z.strictObject({ max: z.number().int().min(1).default(DEFAULT_FAN_OUT) }).optional(),
   gather: z.boolean().default(false),
+  sizeOf: z.custom<(item: unknown) => number>((value) => typeof value === "function", "a function of an item to its cost").optional(),
   ...prioritySettingsShape,
 }).superRefine(checkPrioritySettings);
 
@@ -163,6 +167,17 @@ export interface StageOptions extends PrioritySettings {
    * its sub-items' outputs, in order (one item per request, batched as usual).
    */
   gather?: boolean;
+  /**
+   * The cost of one queued item, for `maxBatchCost`: at the route's first stage the request's
+   * body (a `Uint8Array`, undecoded), at a later one the previous stage's output. Runs on the
+   * server's thread for every item: keep it cheap (default: a body's bytes, else 1).
+   *
+   * @example
+   * ```ts
+   * server.appendWorker(Embed, { maxBatchSize: 64, maxBatchCost: 16_384, sizeOf: (body) => (body as Uint8Array).byteLength });
+   * ```
+   */
+  sizeOf?: (item: unknown) => number;
 }
 
 /** How a stage's Worker streams: the server's side of its {@link StreamSettings}. */
@@ -197,6 +212,8 @@ export interface ResolvedStageOptions {
   gather: boolean;
   /** Its priority levels and queue policies, as given. */
   priority: PrioritySettings;
+  /** The cost of an item, for `maxBatchCost`. */
+  sizeOf: ((item: unknown) => number) | undefined;
 }
 
 /** A stream holds this many bytes for a slow client unless its Worker says otherwise. */
@@ -225,7 +242,7 @@ export function resolveStageOptions(stage: string, options: StageOptions = {}, w
     const what = issue.code === "unrecognized_keys" ? `unknown option '${issue.keys.join("', '")}'` : `${where}: ${issue.message}`;
     throw new TypeError(`invalid stage ${stage}: ${what}`);
   }
-  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env, isolation, maxActive, continuous, fanOut, gather, ...priority } = parsed.data;
+  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env, isolation, maxActive, continuous, fanOut, gather, sizeOf, ...priority } = parsed.data;
   if (worker.stepwise !== true && (maxActive !== undefined || continuous !== undefined)) {
     throw new TypeError(`invalid stage ${stage}: options 'maxActive' and 'continuous' are for a StepWorker`);
   }
@@ -235,5 +252,5 @@ export function resolveStageOptions(stage: string, options: StageOptions = {}, w
   const routes = [...new Set(Array.isArray(route) ? route : [route])];
   const stream = streamPolicy(stage, worker.streaming);
   const joins = worker.stepwise === true && continuous !== false;
-  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env, isolation, stream, maxActive: joins ? (maxActive ?? MAX_ACTIVE) : undefined, fanOut, gather, priority };
+  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env, isolation, stream, maxActive: joins ? (maxActive ?? MAX_ACTIVE) : undefined, fanOut, gather, priority, sizeOf };
 }

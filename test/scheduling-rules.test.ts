@@ -173,6 +173,33 @@ describe("adaptive batching", () => {
   });
 });
 
+describe("cost-aware batching", () => {
+  test("a batch holds what its cost budget takes, the first item whatever its cost; a queue holding the budget leaves at once", () => {
+    const q = setUp({}, { maxBatchSize: 8, maxWaitMs: 1000, maxBatchCost: 100 });
+    const sized = (name: string, bytes: number) => {
+      const t = q.task(name);
+      t.payload = new Uint8Array(bytes);
+      return t;
+    };
+    for (const [name, bytes] of [["a", 60], ["b", 30], ["c", 30], ["d", 10], ["e", 250]] as const) q.queue.admit(sized(name, bytes));
+    const sizes = () => q.queue.next()?.map((t) => (t.payload as Uint8Array).byteLength);
+    assert.deepEqual(sizes(), [60, 30], "full by cost: it left at once, long before maxWaitMs");
+    assert.deepEqual(sizes(), [30, 10]);
+    assert.deepEqual(sizes(), [250], "one item over the budget still goes, alone");
+    q.queue.admit(sized("f", 20));
+    assert.equal(q.queue.next(), undefined, "20 of 100: a partial batch waits");
+  });
+
+  test("sizeOf gives the cost; one that is not a number above 0 counts 1", () => {
+    const clock = { now: 0 };
+    const queue = new BatchQueue({ policy: { maxBatchSize: 8, maxWaitMs: 0, maxBatchCost: 3 }, capacity: 100, owner: "stage T_1", order: queueOrderOf({}), wake: () => {}, waited: () => {}, now: () => clock.now, sizeOf: (item) => (item as { tokens: number }).tokens });
+    const reply: Reply = { send: () => {}, fail: () => {}, chunk: () => {}, end: () => {}, release: () => {} };
+    for (const tokens of [2, -1, 1, 2]) queue.admit(new Task([], { requestId: "x", headers: {}, deadline: 0, route: "/" }, 1000, { tokens }, undefined, reply));
+    assert.deepEqual(queue.next()!.map((t) => t.cost), [2, 1]);
+    assert.deepEqual(queue.next()!.map((t) => t.cost), [1, 2]);
+  });
+});
+
 describe("fair sharing between tenants", () => {
   test("the share with the least virtual time goes next; one idle comes back at the level's time, not before", () => {
     const a = { weight: 3, virtual: 0 };

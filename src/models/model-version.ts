@@ -155,6 +155,9 @@ export class ModelVersion implements Step {
       get preferredBatchSize() {
         return settings().settings.preferredBatchSize;
       },
+      get maxBatchCost() {
+        return settings().settings.maxBatchCost;
+      },
     };
     this.queue = new BatchQueue({
       policy,

@@ -32,6 +32,13 @@ export interface BatchQueueOptions {
   waitChosen?: (ms: number) => void;
   /** What became of a task of a queue that shares between tenants, by its tenant's share. */
   tenantCounted?: (share: string, outcome: TenantOutcome) => void;
+  /** The cost of a queued item, for the policy's `maxBatchCost` (default: a body's bytes, else 1). */
+  sizeOf?: (item: unknown) => number;
+}
+
+/** The cost of an item when its owner gives no `sizeOf`: a request body's bytes (undecoded), else 1. */
+export function defaultCost(item: unknown): number {
+  return item instanceof Uint8Array ? item.byteLength : 1;
 }
 
 /**
@@ -57,6 +64,9 @@ export class BatchQueue {
   readonly #predicted: ((predictedMs: number, actualMs: number) => void) | undefined;
   readonly #waitChosen: ((ms: number) => void) | undefined;
   readonly #tenantCounted: (share: string, outcome: TenantOutcome) => void;
+  readonly #sizeOf: (item: unknown) => number;
+  /** The cost of the tasks queued, when the policy has a budget. */
+  #cost = 0;
   /** Tasks waiting, none of them settled, in the order they leave. */
   readonly #queue: QueueOrder<Task>;
   #timer: NodeJS.Timeout | undefined;
@@ -70,6 +80,7 @@ export class BatchQueue {
     const now = this.#expireAt;
     task.queuedIn = null;
     task.queueMs += now - task.enqueuedAt;
+    this.#cost -= task.cost;
     const deadline = task.deadline <= now;
     this.counted(deadline ? "expired" : "timeout", level);
     if (task.share !== undefined) this.#tenantCounted(task.share, "rejected");
@@ -91,6 +102,7 @@ export class BatchQueue {
     this.#predicted = options.predicted;
     this.#waitChosen = options.waitChosen;
     this.#tenantCounted = options.tenantCounted ?? (() => {});
+    this.#sizeOf = options.sizeOf ?? defaultCost;
   }
 
   /** Tasks waiting: what capacity counts. */
@@ -120,6 +132,12 @@ export class BatchQueue {
       if (refused !== undefined) return this.#refused(task, refused);
     }
     if (task.share !== undefined) this.#tenantCounted(task.share, "queued");
+    if (this.policy.maxBatchCost !== undefined) {
+      // A cost that is not a number above 0 counts as 1: a bad sizeOf must not stall the queue.
+      const cost = this.#sizeOf(task.payload);
+      task.cost = cost > 0 && Number.isFinite(cost) ? cost : 1;
+      this.#cost += task.cost;
+    } else task.cost = 0;
     task.enqueuedAt = now;
     task.queuedIn = this;
     queue.push(task);
@@ -163,7 +181,7 @@ export class BatchQueue {
 
   /** Called by a queued task that settles (deadline, disconnect): it leaves the queue now. */
   unqueue(task: Task): void {
-    this.#queue.remove(task);
+    if (this.#queue.remove(task)) this.#cost -= task.cost;
     task.queueMs += this.now() - task.enqueuedAt;
   }
 
@@ -179,7 +197,7 @@ export class BatchQueue {
     const head = this.#queue.peek();
     if (head === undefined) return undefined;
     const now = this.now();
-    const decision = decideBatch(this.#queue.length, head.enqueuedAt, now, this.policy, this.#waitMs(now));
+    const decision = decideBatch(this.#queue.length, head.enqueuedAt, now, this.policy, this.#waitMs(now), this.#cost);
     if ("wakeAt" in decision) {
       this.#wakeAt(decision.wakeAt, now);
       return undefined;
@@ -196,6 +214,7 @@ export class BatchQueue {
       task.queueMs += now - task.enqueuedAt;
       tasks.push(task);
     }
+    this.#cost = 0;
     return tasks;
   }
 
@@ -209,11 +228,16 @@ export class BatchQueue {
     return ms;
   }
 
+  // Up to `count` tasks, within the policy's cost budget (the first goes whatever its cost).
   #take(count: number, now: number): Task[] {
     const tasks: Task[] = [];
+    const budget = this.policy.maxBatchCost ?? Infinity;
+    let spent = 0;
     while (tasks.length < count) {
-      const task = this.#queue.shift();
-      if (task === undefined) break;
+      const next = this.#queue.peek();
+      if (next === undefined || (tasks.length > 0 && next.deadline > now && spent + next.cost > budget)) break;
+      const task = this.#queue.shift()!;
+      this.#cost -= task.cost;
       task.queuedIn = null;
       const waited = now - task.enqueuedAt;
       task.queueMs += waited;
@@ -224,6 +248,7 @@ export class BatchQueue {
         continue;
       }
       if (task.share !== undefined) this.#tenantCounted(task.share, "served");
+      spent += task.cost;
       this.waited(waited);
       tasks.push(task);
     }

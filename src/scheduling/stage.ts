@@ -64,7 +64,7 @@ export class Stage implements Step, Chooser, Delivery {
   ) {
     // A Worker that joins sequences between steps takes each one alone, as soon as it has room.
     const joins = options.maxActive !== undefined;
-    this.policy = { maxBatchSize: joins ? 1 : options.maxBatchSize, maxWaitMs: joins ? 0 : options.maxWaitMs, preferredBatchSize: options.priority.preferredBatchSize };
+    this.policy = { maxBatchSize: joins ? 1 : options.maxBatchSize, maxWaitMs: joins ? 0 : options.maxWaitMs, preferredBatchSize: options.priority.preferredBatchSize, maxBatchCost: options.priority.maxBatchCost };
     this.metrics = context.metrics.stage(name);
     this.batches = this.policy.maxBatchSize > 1;
     this.stream = options.stream;
@@ -85,6 +85,7 @@ export class Stage implements Step, Chooser, Delivery {
       predicted: (predictedMs, actualMs) => this.metrics.predicted(predictedMs, actualMs),
       waitChosen: (ms) => this.metrics.waitChosen(ms),
       tenantCounted: (share, outcome) => this.metrics.tenant(share, outcome),
+      sizeOf: options.sizeOf,
     });
     this.dispatcher = new Dispatcher(
       {
