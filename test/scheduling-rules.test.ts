@@ -14,6 +14,7 @@ import { ArrivalRate, autoWaitMs, LatencyModel, MIN_BATCHES, predictMs, retryAft
 import { queueOrderOf } from "../src/scheduling/priority-order.js";
 import { Task, type Reply } from "../src/scheduling/task.js";
 import { parseTenantKey, tenantOf } from "../src/serving/request-schedule.js";
+import { cacheAllowed, cacheKey, ResponseCache } from "../src/serving/response-cache.js";
 import type { PrioritySettings } from "../src/stage-options.js";
 import type { BatchPolicy } from "../src/scheduling/batcher.js";
 
@@ -257,5 +258,36 @@ describe("fair sharing between tenants", () => {
     assert.ok(!key.includes("s3cret"));
     assert.equal(tenantOf(parseTenantKey("header:x-none"), header), "");
     assert.throws(() => parseTenantKey("cookie:x"), /expected header:NAME, parameter:NAME or api-key/);
+  });
+});
+
+describe("the response cache", () => {
+  const answer = (bytes: number) => ({ body: new Uint8Array(bytes), contentType: "application/json", headers: undefined });
+
+  test("bounded in bytes, the least recently used leaves first; one larger than the whole is not kept", () => {
+    const cache = new ResponseCache(3 * (1000 + 256));
+    cache.set("a", answer(1000));
+    cache.set("b", answer(1000));
+    cache.set("c", answer(1000));
+    assert.ok(cache.get("a") !== undefined, "a is now the most recently used");
+    cache.set("d", answer(1000));
+    assert.equal(cache.get("b"), undefined, "b was the least recently used");
+    assert.ok(cache.get("a") && cache.get("c") && cache.get("d"));
+    assert.equal(cache.bytes, 3 * 1256);
+    cache.set("huge", answer(10_000));
+    assert.equal(cache.get("huge"), undefined);
+    assert.equal(cache.bytes, 3 * 1256);
+  });
+
+  test("the key changes with each part, and parts cannot run together; no-cache and no-store turn it off", () => {
+    const body = new TextEncoder().encode('{"x":1}');
+    const base = cacheKey("/r", "v1", "application/json", undefined, body);
+    assert.equal(cacheKey("/r", "v1", "application/json", undefined, body), base);
+    for (const other of [cacheKey("/s", "v1", "application/json", undefined, body), cacheKey("/r", "v2", "application/json", undefined, body), cacheKey("/r", "v1", "text/plain", undefined, body), cacheKey("/r", "v1", "application/json", "a=1", body), cacheKey("/r", "v1", "application/json", undefined, new TextEncoder().encode('{"x":2}'))]) assert.notEqual(other, base);
+    assert.notEqual(cacheKey("/ab", "", undefined, undefined, body), cacheKey("/a", "b", undefined, undefined, body));
+    assert.equal(cacheAllowed(undefined), true);
+    assert.equal(cacheAllowed("max-age=0"), true);
+    assert.equal(cacheAllowed("no-cache"), false);
+    assert.equal(cacheAllowed("private, no-store"), false);
   });
 });

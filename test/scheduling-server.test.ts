@@ -1,13 +1,14 @@
 /**
  * The scheduling rules past priorities on a real server: admission by predicted latency answers
  * 429 with Retry-After at once, before the deadline it would miss, and shows its prediction and
- * the real figure; two tenants of weights 3:1 share a saturated worker 3:1.
+ * the real figure; two tenants of weights 3:1 share a saturated worker 3:1; a response cache
+ * answers a repeated request without computing it, on a route and on a model.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { RecordFile, fixture, metric, post, startServer, waitFor, type Reply, type ServerProcess } from "./helpers.js";
 
-describe("scheduling: admission by predicted latency, fair sharing", () => {
+describe("scheduling: admission by predicted latency, fair sharing, the response cache", () => {
   let server: ServerProcess;
   const calls = new RecordFile();
   before(async () => {
@@ -58,5 +59,34 @@ describe("scheduling: admission by predicted latency, fair sharing", () => {
     assert.ok(Math.abs(a / b - 3) <= 0.3, `a ${a}, b ${b}: ${(a / b).toFixed(2)} : 1`);
     assert.equal(await metric(server.url, "shoal_tenant_requests_total", { stage: "Shared_2", tenant: "a", outcome: "served" }), 60);
     assert.equal(await metric(server.url, "shoal_tenant_requests_total", { stage: "Shared_2", tenant: "b", outcome: "queued" }), 60);
+  });
+
+  test("a repeated request is answered from the cache and never computed; no-cache and another body are", async () => {
+    const url = `${server.url}/cached`;
+    const computed = () => calls.lines().filter((line) => line.startsWith("cached:"));
+    const first = await post(url, { q: 1 });
+    assert.equal(first.status, 200);
+    assert.equal(first.headers.get("x-shoal-cache"), null);
+    const again = await post(url, { q: 1 });
+    assert.equal(again.status, 200);
+    assert.equal(again.headers.get("x-shoal-cache"), "hit");
+    assert.deepEqual(JSON.parse(again.text).echo, { q: 1 });
+    assert.equal((await post(url, { q: 2 })).headers.get("x-shoal-cache"), null);
+    assert.equal((await post(url, { q: 1 }, { "cache-control": "no-cache" })).headers.get("x-shoal-cache"), null);
+    assert.deepEqual(computed(), ['cached:{"q":1}', 'cached:{"q":2}', 'cached:{"q":1}']);
+    assert.equal(await metric(server.url, "shoal_cache_requests_total", { route: "/cached", result: "hit" }), 1);
+    assert.equal(await metric(server.url, "shoal_cache_requests_total", { route: "/cached", result: "miss" }), 2);
+    assert.equal(await metric(server.url, "shoal_cache_requests_total", { route: "/cached", result: "skip" }), 1);
+  });
+
+  test("the same on a model of the shared pool: its parameters are part of the key", async () => {
+    const url = `${server.url}/v2/models/cached/infer`;
+    const body = (tag: string) => ({ inputs: [{ name: "x", datatype: "INT32", shape: [2], data: [1, 2] }], parameters: { tag } });
+    const answers = [];
+    for (const tag of ["c-one", "c-one", "c-two", "c-one"]) answers.push(await post(url, body(tag)));
+    assert.deepEqual(answers.map((r) => r.status), [200, 200, 200, 200]);
+    assert.deepEqual(answers.map((r) => r.headers.get("x-shoal-cache")), [null, "hit", null, "hit"]);
+    assert.deepEqual(JSON.parse(answers[1]!.text).outputs, JSON.parse(answers[0]!.text).outputs);
+    assert.deepEqual(calls.lines().filter((line) => line.startsWith("c-")), ["c-one", "c-two"]);
   });
 });

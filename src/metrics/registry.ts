@@ -120,6 +120,7 @@ export class Metrics {
   readonly #actual: Histogram<"stage" | "model">;
   readonly #chosenWait: Gauge<"stage" | "model">;
   readonly #tenants: Counter<"stage" | "model" | "tenant" | "outcome">;
+  readonly #cache: Counter<"route" | "result">;
   readonly #streamRecorders = new Map<string, StreamMetrics>();
   readonly #workers = new Map<string, WorkerSnapshot>();
   readonly #answers = new Map<string, { latency: HistogramSeries; byCode: Map<number, CounterSeries> }>();
@@ -186,12 +187,18 @@ export class Metrics {
     this.#predicted = new Histogram({ name: name("stage_predicted_seconds"), help: "The time admission by predicted latency foresaw for each request it admitted, from joining the queue to its batch's return (predictAdmission)", labelNames: ["stage", "model"], buckets: LATENCY_BUCKETS, registers });
     this.#actual = new Histogram({ name: name("stage_predicted_actual_seconds"), help: "The real time of the same requests, from joining the queue to their batch's return: against stage_predicted_seconds, how good the prediction is", labelNames: ["stage", "model"], buckets: LATENCY_BUCKETS, registers });
     this.#tenants = new Counter({ name: name("tenant_requests_total"), help: "Requests of the queues that share between tenants, by tenant (those of tenantWeights and the first maxTenants others; the rest are \"other\") and outcome: queued, served (sent to a worker), rejected (refused, or failed by a queue rule)", labelNames: ["stage", "model", "tenant", "outcome"], registers });
+    this.#cache = new Counter({ name: name("cache_requests_total"), help: "Requests to routes and models with a response cache, by result: hit (answered from it, never queued), miss (computed, and kept), skip (a stream, or Cache-Control: no-cache)", labelNames: ["route", "result"], registers });
     this.#chosenWait = new Gauge({ name: name("stage_batch_wait_seconds"), help: "The wait maxWaitMs \"auto\" chose for the last partial batch of a stage or a model", labelNames: ["stage", "model"], registers });
   }
 
   /** `count` requests were cancelled, by id or by their gRPC call. */
   cancelled(by: "id" | "grpc", count = 1): void {
     this.#requestsCancelled.labels(by).inc(count);
+  }
+
+  /** A request to `route`, which has a response cache, was a hit, a miss or skipped it. */
+  cached(route: string, result: "hit" | "miss" | "skip"): void {
+    this.#cache.labels(route, result).inc();
   }
 
   /** The recorder of one route's streams. */

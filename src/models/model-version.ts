@@ -8,6 +8,7 @@ import type { ModelSpec } from "./repository.js";
 import type { StreamPolicy } from "../stage-options.js";
 import type { TensorMetadata } from "./settings.js";
 import { ModelStats } from "./stats.js";
+import { ResponseCache } from "../serving/response-cache.js";
 
 /**
  * Where a model version stands. `evicted`: unloaded to make room, loaded again on its next
@@ -132,6 +133,8 @@ export class ModelVersion implements Step {
   readonly stats: ModelStats;
   readonly metrics: StageMetrics;
   readonly logFields: Readonly<Record<string, string>>;
+  /** Set when its settings give `responseCache` (as it was first made: a reload keeps it, and its answers are keyed by the loaded instance). */
+  readonly cache: ResponseCache | undefined;
   #drained: (() => void)[] = [];
 
   constructor(
@@ -143,6 +146,8 @@ export class ModelVersion implements Step {
     this.stats = new ModelStats();
     this.metrics = metrics.model(this.label);
     this.logFields = { model: this.label };
+    const cached = spec.settings.responseCache;
+    this.cache = cached === undefined ? undefined : new ResponseCache(cached.maxBytes, () => this.current?.key ?? "");
     // The policy reads the current settings, which a reload may change.
     const settings = () => this.spec;
     const policy = {

@@ -11,6 +11,7 @@ import { queueOrderOf } from "./priority-order.js";
 import type { BatchPolicy } from "./batcher.js";
 import { Dispatcher, type Chooser, type Delivery, type Flight, type ItemSuccess } from "./dispatcher.js";
 import { SubItems } from "./sub-items.js";
+import { ResponseCache } from "../serving/response-cache.js";
 import type { Step, Task } from "./task.js";
 
 /** Forward time, in ms, that the items of one message of a stage that does not batch may add up to. */
@@ -48,6 +49,7 @@ export class Stage implements Step, Chooser, Delivery {
   readonly logFields: Readonly<Record<string, string>>;
   readonly stream: StreamPolicy | undefined;
   readonly gathers: boolean;
+  readonly cache: ResponseCache | undefined;
   readonly #queue: BatchQueue;
   /** Counts the sub-items its fan-outs make, by route. */
   readonly #subItems: (route: string, count: number) => void;
@@ -70,6 +72,7 @@ export class Stage implements Step, Chooser, Delivery {
     this.stream = options.stream;
     this.gathers = options.gather;
     this.logFields = { stage: name };
+    this.cache = options.priority.responseCache === undefined ? undefined : new ResponseCache(options.priority.responseCache.maxBytes);
     this.#subItems = context.metrics.subItems(name, options.fanOut === undefined ? [] : options.routes);
     this.#size = this.batches ? undefined : () => this.#sendSize();
     this.#queue = new BatchQueue({

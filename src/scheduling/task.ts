@@ -1,6 +1,7 @@
 import type { ShoalError } from "../errors.js";
 import type { StreamPolicy } from "../stage-options.js";
 import type { RequestMeta } from "../worker.js";
+import type { ResponseCache } from "../serving/response-cache.js";
 
 /** What the worker holding a streamed task is told about its stream. */
 export type StreamAction = "cancel" | "pause" | "resume";
@@ -14,6 +15,8 @@ export interface Step {
   admit(task: Task): ShoalError | undefined;
   /** The model version it is, for a model's step: names it in the access log. */
   readonly label?: string;
+  /** Set at a route's first step (or a model's) whose settings give `responseCache`: the door looks its requests up there. */
+  readonly cache?: ResponseCache;
   /** Set when its Worker streams: how a stream waits for a slow client. */
   readonly stream?: StreamPolicy;
   /** Set for a stage that gathers the sub-items of an earlier stage's fan-out. */

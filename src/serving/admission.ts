@@ -3,6 +3,7 @@ import { Task, type Reply, type Step } from "../scheduling/task.js";
 import type { RequestMeta } from "../worker.js";
 import { ByteBudget, type Hold } from "./byte-budget.js";
 import { Ledger, type Slotted } from "./ledger.js";
+import type { CachedAnswer } from "./response-cache.js";
 
 /**
  * How long a drain waits with no request arriving before it ends (clients still sending get
@@ -130,6 +131,18 @@ export class Admission {
     const refused = this.#abandoned ?? task.start();
     if (refused !== undefined) task.fail(refused);
     return task;
+  }
+
+  /**
+   * Answers a request from a response cache: counted in flight as any other (a drain waits for
+   * it), and answered at once with `answer`; it never reaches a queue.
+   */
+  answerFromCache(steps: readonly Step[], meta: RequestMeta, arrival: number, reply: Entrant, answer: CachedAnswer): void {
+    const task = new Task(steps, meta, arrival, undefined, undefined, reply);
+    reply.task = task;
+    this.#accepted.add(task);
+    this.#inFlight++;
+    task.succeed(answer.body, answer.contentType, answer.headers as Record<string, string> | undefined);
   }
 
   /**
