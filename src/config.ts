@@ -1,6 +1,20 @@
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { parseTenantKey, type TenantKey } from "./serving/request-schedule.js";
+
+/**
+ * Where a request names its tenant (`--tenant-key`): a header (on gRPC, the call's metadata of
+ * that name), its API key (the `Authorization: Bearer` token, or `x-api-key`), or a V2 parameter
+ * (gRPC `parameters.NAME`; on HTTP, whose bodies this thread never decodes, the header of the same name).
+ */
+export type TenantKey = { readonly from: "header" | "parameter"; readonly name: string } | { readonly from: "api-key" };
+
+/** Reads `--tenant-key`: `header:NAME`, `parameter:NAME` or `api-key`. */
+export function parseTenantKey(text: string): TenantKey {
+  if (text === "api-key") return { from: "api-key" };
+  const match = /^(header|parameter):([A-Za-z0-9_.-]{1,64})$/.exec(text);
+  if (match === null) throw new Error(`expected header:NAME, parameter:NAME or api-key, not '${text.slice(0, 80)}'`);
+  return { from: match[1] as "header" | "parameter", name: match[1] === "header" ? match[2]!.toLowerCase() : match[2]! };
+}
 
 /** Server-wide settings: CLI flags, then `SHOAL_*` environment variables, then defaults. */
 export interface ServerConfig {

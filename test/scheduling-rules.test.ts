@@ -13,8 +13,9 @@ import { activate, charge, pickShare, TenantKeys } from "../src/scheduling/fair-
 import { ArrivalRate, autoWaitMs, LatencyModel, MIN_BATCHES, predictMs, retryAfter, targetBatch } from "../src/scheduling/latency-model.js";
 import { queueOrderOf } from "../src/scheduling/priority-order.js";
 import { Task, type Reply } from "../src/scheduling/task.js";
-import { parseTenantKey, tenantOf } from "../src/serving/request-schedule.js";
-import { cacheAllowed, cacheKey, ResponseCache } from "../src/serving/response-cache.js";
+import { tenantOf } from "../src/serving/request-schedule.js";
+import { parseTenantKey } from "../src/config.js";
+import { cacheAllowed, cacheKey, ResponseCache } from "../src/scheduling/response-cache.js";
 import type { PrioritySettings } from "../src/stage-options.js";
 import type { BatchPolicy } from "../src/scheduling/batcher.js";
 

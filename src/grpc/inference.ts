@@ -17,7 +17,8 @@ import { HEADER_LENGTH } from "../v2/binary.js";
 import type { InferResponseMessage, ParameterMessage } from "./messages.js";
 import { requestBody, responseMessage, type InferRequestMessage } from "./tensors.js";
 import { requestIdOf } from "../serving/request-id.js";
-import { requestSchedule, tenantOf, type TenantKey } from "../serving/request-schedule.js";
+import { requestSchedule, tenantOf } from "../serving/request-schedule.js";
+import type { TenantKey } from "../config.js";
 
 /** Where one request's outcome goes: a unary call's callback, or a stream's next message. */
 type Deliver = (error: ShoalError | undefined, response?: InferResponseMessage) => void;

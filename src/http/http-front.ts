@@ -25,7 +25,7 @@ import type { ApiDocs } from "./docs.js";
 import type { HttpRequest, HttpResponse, OutgoingHttpHeaders } from "./http-message.js";
 import type { Handle, Listener } from "./listener.js";
 import type { Route } from "../serving/route.js";
-import { cacheAllowed, cacheKey, type ResponseCache } from "../serving/response-cache.js";
+import { cacheAllowed, cacheKey, type ResponseCache } from "../scheduling/response-cache.js";
 import { PRIORITY_HEADER, requestSchedule, tenantOf, TIMEOUT_HEADER } from "../serving/request-schedule.js";
 import { CANCEL_PREFIX, serveCancel } from "./cancel.js";
 

@@ -8,7 +8,7 @@ import type { ModelSpec } from "./repository.js";
 import type { StreamPolicy } from "../stage-options.js";
 import type { TensorMetadata } from "./settings.js";
 import { ModelStats } from "./stats.js";
-import { ResponseCache } from "../serving/response-cache.js";
+import { ResponseCache } from "../scheduling/response-cache.js";
 
 /**
  * Where a model version stands. `evicted`: unloaded to make room, loaded again on its next

@@ -11,7 +11,7 @@ import { queueOrderOf } from "./priority-order.js";
 import type { BatchPolicy } from "./batcher.js";
 import { Dispatcher, type Chooser, type Delivery, type Flight, type ItemSuccess } from "./dispatcher.js";
 import { SubItems } from "./sub-items.js";
-import { ResponseCache } from "../serving/response-cache.js";
+import { ResponseCache } from "./response-cache.js";
 import type { Step, Task } from "./task.js";
 
 /** Forward time, in ms, that the items of one message of a stage that does not batch may add up to. */

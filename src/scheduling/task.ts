@@ -1,7 +1,7 @@
 import type { ShoalError } from "../errors.js";
 import type { StreamPolicy } from "../stage-options.js";
 import type { RequestMeta } from "../worker.js";
-import type { ResponseCache } from "../serving/response-cache.js";
+import type { ResponseCache } from "./response-cache.js";
 
 /** What the worker holding a streamed task is told about its stream. */
 export type StreamAction = "cancel" | "pause" | "resume";

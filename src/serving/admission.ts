@@ -3,7 +3,7 @@ import { Task, type Reply, type Step } from "../scheduling/task.js";
 import type { RequestMeta } from "../worker.js";
 import { ByteBudget, type Hold } from "./byte-budget.js";
 import { Ledger, type Slotted } from "./ledger.js";
-import type { CachedAnswer } from "./response-cache.js";
+import type { CachedAnswer } from "../scheduling/response-cache.js";
 
 /**
  * How long a drain waits with no request arriving before it ends (clients still sending get

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { ShoalError } from "../errors.js";
+import type { TenantKey } from "../config.js";
 
 /** The header a plain HTTP request asks its priority with: 1 is the highest level, 0 the default (docs/scheduling.md). */
 export const PRIORITY_HEADER = "x-shoal-priority";
@@ -38,23 +39,8 @@ function whole(value: unknown, name: string): number {
   throw new ShoalError("BAD_REQUEST", `${name} must be a whole number of 0 or more, not ${shown}`);
 }
 
-/**
- * Where a request names its tenant (`--tenant-key`): a header (on gRPC, the call's metadata of
- * that name), its API key (the `Authorization: Bearer` token, or `x-api-key`), or a V2 parameter
- * (gRPC `parameters.NAME`; on HTTP, whose bodies this thread never decodes, the header of the same name).
- */
-export type TenantKey = { readonly from: "header" | "parameter"; readonly name: string } | { readonly from: "api-key" };
-
 /** Most characters of a tenant's name: a longer one is cut. */
 const TENANT_CHARS = 64;
-
-/** Reads `--tenant-key`: `header:NAME`, `parameter:NAME` or `api-key`. */
-export function parseTenantKey(text: string): TenantKey {
-  if (text === "api-key") return { from: "api-key" };
-  const match = /^(header|parameter):([A-Za-z0-9_.-]{1,64})$/.exec(text);
-  if (match === null) throw new Error(`expected header:NAME, parameter:NAME or api-key, not '${text.slice(0, 80)}'`);
-  return { from: match[1] as "header" | "parameter", name: match[1] === "header" ? match[2]!.toLowerCase() : match[2]! };
-}
 
 /**
  * The tenant a request names by `key`, whatever door it came through ("" when it names none):
