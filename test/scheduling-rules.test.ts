@@ -114,6 +114,18 @@ describe("admission by predicted latency under a BatchQueue", () => {
     assert.deepEqual(q.predicted, [[5, 25], [10, 25], [15, 25], [20, 25]]);
   });
 
+  test("a queue that predicts never sends a task its batch cannot finish in time for: 408, never computed", () => {
+    const q = setUp({ predictAdmission: true }, { maxBatchSize: 4, maxWaitMs: 0 });
+    for (let i = 0; i < MIN_BATCHES; i++) q.queue.landed([q.task(`w${i}`)], 20);
+    q.queue.admit(q.task("tight", 30));
+    q.queue.admit(q.task("roomy", 1000));
+    q.clock.now = 15;
+    // 15 ms left of "tight", and a batch of 2 takes about 40.
+    assert.deepEqual(q.queue.next()!.map((t) => t.payload), ["roomy"]);
+    assert.equal(q.answers.get("tight")?.status, 408);
+    assert.deepEqual(q.counted, ["expired"]);
+  });
+
   test("while no worker is up it is a 503; a queue that does not predict, or has not learnt yet, admits", () => {
     const q = setUp({ predictAdmission: true }, { maxBatchSize: 1, maxWaitMs: 0 }, () => 0);
     for (let i = 0; i < MIN_BATCHES; i++) q.queue.landed([q.task(`w${i}`)], 50);

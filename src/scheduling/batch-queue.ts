@@ -233,18 +233,20 @@ export class BatchQueue {
     const tasks: Task[] = [];
     const budget = this.policy.maxBatchCost ?? Infinity;
     let spent = 0;
+    // A queue that predicts sends no task its batch cannot finish in time for: that work would be thrown away.
+    const soonest = this.#predict && this.latency.ready ? now + this.latency.forwardMs(count) : now;
     while (tasks.length < count) {
       const next = this.#queue.peek();
-      if (next === undefined || (tasks.length > 0 && next.deadline > now && spent + next.cost > budget)) break;
+      if (next === undefined || (tasks.length > 0 && next.deadline > soonest && spent + next.cost > budget)) break;
       const task = this.#queue.shift()!;
       this.#cost -= task.cost;
       task.queuedIn = null;
       const waited = now - task.enqueuedAt;
       task.queueMs += waited;
-      if (task.deadline <= now) {
+      if (task.deadline <= soonest) {
         this.counted("expired", task.level);
         if (task.share !== undefined) this.#tenantCounted(task.share, "rejected");
-        task.fail(new ShoalError("TIMEOUT", "the deadline passed while the request was queued"));
+        task.fail(new ShoalError("TIMEOUT", task.deadline <= now ? "the deadline passed while the request was queued" : "the deadline would pass before its batch is done"));
         continue;
       }
       if (task.share !== undefined) this.#tenantCounted(task.share, "served");
