@@ -184,6 +184,12 @@ describe("adaptive batching", () => {
     }
     assert.ok(q.waits.length > 0 && q.waits.every((ms) => ms >= 0 && ms <= 74), `waits ${q.waits}`);
     assert.ok(q.waits.some((ms) => ms > 0), "it waited for a batch to fill");
+    // A head with 50 ms to live: a full batch takes 74, so the batch leaves at once.
+    q.queue.drain();
+    q.waits.length = 0;
+    q.queue.admit(q.task("urgent", 50));
+    assert.ok(q.queue.next() !== undefined, "it left at once");
+    assert.deepEqual(q.waits, [0]);
   });
 });
 

@@ -55,6 +55,8 @@ interface Point {
   thrownAway: number;
   computed: number;
   tenantGoodput: { a: number; b: number };
+  /** The high class's answers by status (0: no answer). */
+  highStatus: Record<string, number>;
 }
 
 const BODY = Buffer.from('{"x":1}');
@@ -135,6 +137,7 @@ function point(policy: Policy, load: number, rate: number, seconds: number, cap:
     thrownAway: work === 0 ? 0 : Math.max(0, work - answered) / work,
     computed: work,
     tenantGoodput: { a: good.filter((o) => o.tenant === "a").length / seconds, b: good.filter((o) => o.tenant === "b").length / seconds },
+    highStatus: highs.reduce<Record<string, number>>((counts, o) => ((counts[o.status] = (counts[o.status] ?? 0) + 1), counts), {}),
   };
 }
 
@@ -170,7 +173,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
         const outcomes = await openLoop(port, rate, seconds);
         const p = point(policy, load, rate, seconds, cap, outcomes, (await computed(server)) - before);
         points.push(p);
-        log(`${policy} at ${load}×: goodput ${fmtInt(p.goodputRps)}/s (${(100 * p.goodputShare).toFixed(0)} % of capacity), high within deadline ${(100 * p.highWithin).toFixed(1)} %, high p99 ${fmtMs(p.highP99Ms)}, thrown away ${(100 * p.thrownAway).toFixed(1)} %, 429s ${p.rejected429}`);
+        log(`${policy} at ${load}×: goodput ${fmtInt(p.goodputRps)}/s (${(100 * p.goodputShare).toFixed(0)} % of capacity), high within deadline ${(100 * p.highWithin).toFixed(1)} %, high p99 ${fmtMs(p.highP99Ms)}, thrown away ${(100 * p.thrownAway).toFixed(1)} %, 429s ${p.rejected429}, high by status ${JSON.stringify(p.highStatus)}`);
         // Let the queue empty before the next load.
         await new Promise((resolve) => setTimeout(resolve, LOW_DEADLINE_MS + 200));
       }

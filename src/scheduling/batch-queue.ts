@@ -126,11 +126,12 @@ export class BatchQueue {
       }
     }
     const now = this.now();
-    this.#rate.arrived(now);
     if (this.#predict && task.ingress && this.latency.ready) {
       const refused = this.#late(task, now);
       if (refused !== undefined) return this.#refused(task, refused);
     }
+    // Only what joins counts towards the rate the wait is chosen by: a refused request never fills a batch.
+    this.#rate.arrived(now);
     if (task.share !== undefined) this.#tenantCounted(task.share, "queued");
     if (this.policy.maxBatchCost !== undefined) {
       // A cost that is not a number above 0 counts as 1: a bad sizeOf must not stall the queue.
@@ -197,7 +198,7 @@ export class BatchQueue {
     const head = this.#queue.peek();
     if (head === undefined) return undefined;
     const now = this.now();
-    const decision = decideBatch(this.#queue.length, head.enqueuedAt, now, this.policy, this.#waitMs(now), this.#cost);
+    const decision = decideBatch(this.#queue.length, head.enqueuedAt, now, this.policy, this.#waitMs(now, head), this.#cost);
     if ("wakeAt" in decision) {
       this.#wakeAt(decision.wakeAt, now);
       return undefined;
@@ -218,12 +219,15 @@ export class BatchQueue {
     return tasks;
   }
 
-  // The wait of this decision: the policy's, or the one "auto" chooses from the latency model now.
-  #waitMs(now: number): number {
+  // The wait of this decision: the policy's, or the one "auto" chooses from the latency model now,
+  // never so long that the task to leave first could no longer make its deadline.
+  #waitMs(now: number, head: Task): number {
     const { maxWaitMs } = this.policy;
     if (maxWaitMs !== "auto") return maxWaitMs;
     const workers = Math.max(1, this.#workers());
-    const ms = autoWaitMs(this.latency, { queued: this.#queue.length, ratePerMs: this.#rate.perMs(now) / workers, maxBatchSize: this.policy.maxBatchSize, preferred: this.policy.preferredBatchSize ?? [] });
+    const chosen = autoWaitMs(this.latency, { queued: this.#queue.length, ratePerMs: this.#rate.perMs(now) / workers, maxBatchSize: this.policy.maxBatchSize, preferred: this.policy.preferredBatchSize ?? [] });
+    // The batch leaves at `enqueuedAt + ms`: by then a full batch's time must still fit before the head's deadline.
+    const ms = Math.max(0, Math.min(chosen, head.deadline - this.latency.forwardMs(this.policy.maxBatchSize) - head.enqueuedAt));
     this.#waitChosen?.(ms);
     return ms;
   }
