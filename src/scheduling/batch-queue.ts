@@ -56,9 +56,10 @@ export class BatchQueue {
   readonly waited: (ms: number) => void;
   readonly now: () => number;
   readonly counted: (outcome: QueueOutcome, level: number) => void;
-  /** Its forward time by batch size, from the batches that came back. */
-  readonly latency = new LatencyModel();
-  readonly #rate = new ArrivalRate();
+  // Its forward time by batch size, from the batches that came back, and its rate of arrivals:
+  // made only for a queue that predicts or chooses its wait, so that no other pays for them.
+  #latency: LatencyModel | undefined;
+  #rate: ArrivalRate | undefined;
   readonly #workers: () => number;
   readonly #predict: boolean;
   readonly #predicted: ((predictedMs: number, actualMs: number) => void) | undefined;
@@ -126,12 +127,12 @@ export class BatchQueue {
       }
     }
     const now = this.now();
-    if (this.#predict && task.ingress && this.latency.ready) {
+    if (this.#predict && task.ingress && this.#latency?.ready === true) {
       const refused = this.#late(task, now);
       if (refused !== undefined) return this.#refused(task, refused);
     }
     // Only what joins counts towards the rate the wait is chosen by: a refused request never fills a batch.
-    this.#rate.arrived(now);
+    if (this.policy.maxWaitMs === "auto") (this.#rate ??= new ArrivalRate()).arrived(now);
     if (task.share !== undefined) this.#tenantCounted(task.share, "queued");
     if (this.policy.maxBatchCost !== undefined) {
       // A cost that is not a number above 0 counts as 1: a bad sizeOf must not stall the queue.
@@ -155,7 +156,7 @@ export class BatchQueue {
   #late(task: Task, now: number): ShoalError | undefined {
     const workers = this.#workers();
     const ahead = this.#queue.ahead?.(task) ?? this.#queue.length;
-    const ms = predictMs(this.latency, { ahead, workers, maxBatchSize: this.policy.maxBatchSize });
+    const ms = predictMs(this.#latency!, { ahead, workers, maxBatchSize: this.policy.maxBatchSize });
     const wait = retryAfter(ms, now, task.deadline);
     if (wait === undefined) {
       task.predictedMs = ms;
@@ -167,10 +168,16 @@ export class BatchQueue {
     return error;
   }
 
-  /** A batch of `tasks` came back from a worker after `elapsedMs`: the latency model learns from it. */
-  landed(tasks: readonly Task[], elapsedMs: number): void {
-    if (tasks.length === 0) return;
-    this.latency.observe(tasks.length, elapsedMs);
+  /**
+   * A batch of `tasks` came back from a worker after `elapsedMs`: the latency model learns from
+   * it. `together` false: they were single items one after another (a stage that does not batch
+   * sends several in one message), each a batch of one.
+   */
+  landed(tasks: readonly Task[], elapsedMs: number, together = true): void {
+    if (tasks.length === 0 || (!this.#predict && this.policy.maxWaitMs !== "auto")) return;
+    const latency = (this.#latency ??= new LatencyModel());
+    if (together) latency.observe(tasks.length, elapsedMs);
+    else latency.observe(1, elapsedMs / tasks.length);
     if (this.#predicted === undefined) return;
     const now = this.now();
     for (const task of tasks) {
@@ -225,9 +232,10 @@ export class BatchQueue {
     const { maxWaitMs } = this.policy;
     if (maxWaitMs !== "auto") return maxWaitMs;
     const workers = Math.max(1, this.#workers());
-    const chosen = autoWaitMs(this.latency, { queued: this.#queue.length, ratePerMs: this.#rate.perMs(now) / workers, maxBatchSize: this.policy.maxBatchSize, preferred: this.policy.preferredBatchSize ?? [] });
+    const latency = (this.#latency ??= new LatencyModel());
+    const chosen = autoWaitMs(latency, { queued: this.#queue.length, ratePerMs: (this.#rate ??= new ArrivalRate()).perMs(now) / workers, maxBatchSize: this.policy.maxBatchSize, preferred: this.policy.preferredBatchSize ?? [] });
     // The batch leaves at `enqueuedAt + ms`: by then a full batch's time must still fit before the head's deadline.
-    const ms = Math.max(0, Math.min(chosen, head.deadline - this.latency.forwardMs(this.policy.maxBatchSize) - head.enqueuedAt));
+    const ms = Math.max(0, Math.min(chosen, head.deadline - latency.forwardMs(this.policy.maxBatchSize) - head.enqueuedAt));
     this.#waitChosen?.(ms);
     return ms;
   }
@@ -238,7 +246,7 @@ export class BatchQueue {
     const budget = this.policy.maxBatchCost ?? Infinity;
     let spent = 0;
     // A queue that predicts sends no task its batch cannot finish in time for: that work would be thrown away.
-    const soonest = this.#predict && this.latency.ready ? now + this.latency.forwardMs(count) : now;
+    const soonest = this.#predict && this.#latency?.ready === true ? now + this.#latency.forwardMs(count) : now;
     while (tasks.length < count) {
       const next = this.#queue.peek();
       if (next === undefined || (tasks.length > 0 && next.deadline > soonest && spent + next.cost > budget)) break;

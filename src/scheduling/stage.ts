@@ -151,7 +151,7 @@ export class Stage implements Step, Chooser, Delivery {
 
   landed({ tasks }: Flight, elapsedMs: number | undefined): void {
     if (elapsedMs === undefined) return;
-    if (this.batches) this.#queue.landed(tasks, elapsedMs);
+    this.#queue.landed(tasks, elapsedMs, this.batches);
     if (!this.batches) this.#itemMs += (elapsedMs / tasks.length - this.#itemMs) * 0.2;
     // Sub-items share their request's trace: a batch of several of them is one entry.
     let traced: Task["trace"];
