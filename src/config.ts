@@ -1,6 +1,21 @@
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
 
+/**
+ * Where a request names its tenant (`--tenant-key`): a header (on gRPC, the call's metadata of
+ * that name), its API key (the `Authorization: Bearer` token, or `x-api-key`), or a V2 parameter
+ * (gRPC `parameters.NAME`; on HTTP, whose bodies this thread never decodes, the header of the same name).
+ */
+export type TenantKey = { readonly from: "header" | "parameter"; readonly name: string } | { readonly from: "api-key" };
+
+/** Reads `--tenant-key`: `header:NAME`, `parameter:NAME` or `api-key`. */
+export function parseTenantKey(text: string): TenantKey {
+  if (text === "api-key") return { from: "api-key" };
+  const match = /^(header|parameter):([A-Za-z0-9_.-]{1,64})$/.exec(text);
+  if (match === null) throw new Error(`expected header:NAME, parameter:NAME or api-key, not '${text.slice(0, 80)}'`);
+  return { from: match[1] as "header" | "parameter", name: match[1] === "header" ? match[2]!.toLowerCase() : match[2]! };
+}
+
 /** Server-wide settings: CLI flags, then `SHOAL_*` environment variables, then defaults. */
 export interface ServerConfig {
   /** TCP port (0 picks a free one). */
@@ -19,6 +34,8 @@ export interface ServerConfig {
   sseKeepAliveMs: number;
   /** Most items a stage may hold queued; more are refused with 429. */
   capacity: number;
+  /** Where a request names its tenant, for the queues that share between tenants (docs/scheduling.md); undefined: requests name none. */
+  tenantKey: TenantKey | undefined;
   /** Largest request body in bytes; larger ones are refused with 413. */
   maxRequestSize: number;
   /** Largest body the OpenAI routes parse on the HTTP thread, in bytes: a request's (larger: 413) or a Worker's answer or chunk (larger: 500). */
@@ -120,6 +137,14 @@ function modelName(value: string): string {
   return value;
 }
 
+function tenantKey(value: string): TenantKey {
+  try {
+    return parseTenantKey(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
 function metricPrefix(value: string): string {
   if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(value)) throw new InvalidArgumentError("expected letters, digits and underscores, not starting with a digit");
   return value;
@@ -139,6 +164,7 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--stream-timeout <ms>", "deadline of a stream, from the request's arrival to its last chunk").env("SHOAL_STREAM_TIMEOUT").argParser(integer(1)).default(defaults.streamTimeoutMs),
     new Option("--sse-keep-alive <ms>", "how often an idle Server-Sent Events stream gets a keep-alive comment").env("SHOAL_SSE_KEEP_ALIVE").argParser(integer(1)).default(defaults.sseKeepAliveMs),
     new Option("--capacity <items>", "most items each stage may hold queued; more get 429").env("SHOAL_CAPACITY").argParser(integer(1)).default(defaults.capacity),
+    new Option("--tenant-key <where>", "where a request names its tenant, for queues with tenantWeights: header:NAME, parameter:NAME (gRPC V2 parameter; on HTTP the header NAME) or api-key").env("SHOAL_TENANT_KEY").argParser(tenantKey).default(defaults.tenantKey),
     new Option("--max-request-size <bytes>", "largest request body; larger ones get 413").env("SHOAL_MAX_REQUEST_SIZE").argParser(integer(1)).default(defaults.maxRequestSize),
     new Option("--max-openai-size <bytes>", "largest body the OpenAI routes parse: a request's (larger ones get 413), or a Worker's answer or chunk (larger ones fail the request)").env("SHOAL_MAX_OPENAI_SIZE").argParser(integer(1)).default(defaults.maxOpenAISize),
     new Option("--log-level <level>", "least severe log level written").env("SHOAL_LOG_LEVEL").choices(LOG_LEVELS).default(defaults.logLevel),
@@ -186,6 +212,7 @@ export function defaultConfig(): ServerConfig {
     streamTimeoutMs: 300_000,
     sseKeepAliveMs: 15_000,
     capacity: 1024,
+    tenantKey: undefined,
     maxRequestSize: 10 * 1024 * 1024,
     // Parsed on the HTTP thread: 256 KiB costs it at most about 8 ms (docs/security.md).
     maxOpenAISize: 256 * 1024,
@@ -247,6 +274,7 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     streamTimeoutMs: o.streamTimeout,
     sseKeepAliveMs: o.sseKeepAlive,
     capacity: o.capacity,
+    tenantKey: o.tenantKey,
     maxRequestSize: o.maxRequestSize,
     maxOpenAISize: o.maxOpenaiSize,
     logLevel: o.logLevel,

@@ -59,6 +59,8 @@ export type ErrorCode = keyof typeof ERRORS;
 export class ShoalError extends Error {
   /** A code of the error table; it sets the HTTP status. */
   readonly code: ErrorCode;
+  /** When set, the client may try again after this many seconds: sent as `Retry-After` (a 429 or 503 of the queue). */
+  retryAfterS: number | undefined;
 
   constructor(code: ErrorCode, message = "") {
     super(message);

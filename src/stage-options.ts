@@ -30,7 +30,16 @@ export const prioritySettingsShape = {
   maxOvertakes: z.number().int().min(1).optional(),
   queuePolicy: queuePolicySchema.optional(),
   priorityQueuePolicy: z.record(z.string(), queuePolicySchema).optional(),
+  preferredBatchSize: z.array(z.number().int().min(1)).min(1).transform((sizes) => [...new Set(sizes)].sort((a, b) => a - b)).optional(),
+  predictAdmission: z.boolean().optional(),
+  tenantWeights: z.record(z.string().min(1).max(64), z.number().positive().max(1e6)).optional(),
+  maxTenants: z.number().int().min(1).max(1000).optional(),
+  maxBatchCost: z.number().positive().optional(),
+  responseCache: z.strictObject({ maxBytes: z.number().int().min(1) }).optional(),
 };
+
+/** `maxWaitMs`: a time in ms, or `"auto"` (chosen from the latency model; docs/scheduling.md). */
+export const maxWaitSchema = z.union([z.number().min(0), z.literal("auto")]);
 
 /** Checks what the fields of {@link prioritySettingsShape} must agree on: the levels a default and a policy name exist. */
 export function checkPrioritySettings(settings: PrioritySettings, ctx: z.RefinementCtx): void {
@@ -67,12 +76,24 @@ export interface PrioritySettings {
   queuePolicy?: QueuePolicySettings;
   /** A level's own policy, by level: `{ "2": { "maxQueueSize": 100 } }`. */
   priorityQueuePolicy?: Record<string, QueuePolicySettings>;
+  /** Batch sizes that leave at once when that many are queued, as Triton's `preferred_batch_size` (default: only `maxBatchSize`). */
+  preferredBatchSize?: number[];
+  /** Refuse at once, with 429 and `Retry-After`, a request the latency model says would miss its deadline (default false). */
+  predictAdmission?: boolean;
+  /** Each tenant's weight (default 1): when saturated, each tenant's share of the queue's batches follows it, within each priority level. */
+  tenantWeights?: Record<string, number>;
+  /** Most tenants the queue keeps apart beyond those of `tenantWeights` (default 64); the others share one "other" share and label. */
+  maxTenants?: number;
+  /** Most cost one batch may hold, its items' costs together (`sizeOf`; by default a request body's bytes): many short inputs or a few long ones. One item always goes, whatever its cost. */
+  maxBatchCost?: number;
+  /** Keep answers and give them again for the same request, never queued (off by default): at most `maxBytes`, least recently used out first. On a route's first stage: the route's. */
+  responseCache?: { maxBytes: number };
 }
 
 const stageOptionsSchema = z.strictObject({
   num: z.number().int().min(1).default(1),
   maxBatchSize: z.number().int().min(1).default(1),
-  maxWaitMs: z.number().min(0).default(10),
+  maxWaitMs: maxWaitSchema.default(10),
   timeoutMs: z.number().positive().optional(),
   route: z.union([routePath, z.array(routePath).min(1)]).default("/inference"),
   env: z.array(z.record(z.string(), z.string())).optional(),
@@ -81,6 +102,7 @@ const stageOptionsSchema = z.strictObject({
   continuous: z.boolean().optional(),
   fanOut: z.strictObject({ max: z.number().int().min(1).default(DEFAULT_FAN_OUT) }).optional(),
   gather: z.boolean().default(false),
+  sizeOf: z.custom<(item: unknown) => number>((value) => typeof value === "function", "a function of an item to its cost").optional(),
   ...prioritySettingsShape,
 }).superRefine(checkPrioritySettings);
 
@@ -95,8 +117,8 @@ export interface StageOptions extends PrioritySettings {
   num?: number;
   /** Largest batch `forward()` receives (default 1: no batching). */
   maxBatchSize?: number;
-  /** How long a batch may wait to fill after its oldest item arrived, in ms (default 10). */
-  maxWaitMs?: number;
+  /** How long a batch may wait to fill after its oldest item arrived, in ms (default 10); `"auto"`: chosen from the stage's latency model. */
+  maxWaitMs?: number | "auto";
   /** Cap on one `forward()` call in ms; an overrun fails the batch with 408 and replaces the worker (default: `--timeout`). */
   timeoutMs?: number;
   /** The route (or routes) whose pipeline this stage joins (default `/inference`). */
@@ -148,6 +170,17 @@ export interface StageOptions extends PrioritySettings {
    * its sub-items' outputs, in order (one item per request, batched as usual).
    */
   gather?: boolean;
+  /**
+   * The cost of one queued item, for `maxBatchCost`: at the route's first stage the request's
+   * body (a `Uint8Array`, undecoded), at a later one the previous stage's output. Runs on the
+   * server's thread for every item: keep it cheap (default: a body's bytes, else 1).
+   *
+   * @example
+   * ```ts
+   * server.appendWorker(Embed, { maxBatchSize: 64, maxBatchCost: 16_384, sizeOf: (body) => (body as Uint8Array).byteLength });
+   * ```
+   */
+  sizeOf?: (item: unknown) => number;
 }
 
 /** How a stage's Worker streams: the server's side of its {@link StreamSettings}. */
@@ -164,7 +197,7 @@ export type Isolation = "thread" | "process";
 export interface ResolvedStageOptions {
   num: number;
   maxBatchSize: number;
-  maxWaitMs: number;
+  maxWaitMs: number | "auto";
   timeoutMs: number | undefined;
   routes: string[];
   env: Record<string, string>[] | undefined;
@@ -182,6 +215,8 @@ export interface ResolvedStageOptions {
   gather: boolean;
   /** Its priority levels and queue policies, as given. */
   priority: PrioritySettings;
+  /** The cost of an item, for `maxBatchCost`. */
+  sizeOf: ((item: unknown) => number) | undefined;
 }
 
 /** A stream holds this many bytes for a slow client unless its Worker says otherwise. */
@@ -210,7 +245,7 @@ export function resolveStageOptions(stage: string, options: StageOptions = {}, w
     const what = issue.code === "unrecognized_keys" ? `unknown option '${issue.keys.join("', '")}'` : `${where}: ${issue.message}`;
     throw new TypeError(`invalid stage ${stage}: ${what}`);
   }
-  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env, isolation, maxActive, continuous, fanOut, gather, ...priority } = parsed.data;
+  const { num, maxBatchSize, maxWaitMs, timeoutMs, route, env, isolation, maxActive, continuous, fanOut, gather, sizeOf, ...priority } = parsed.data;
   if (worker.stepwise !== true && (maxActive !== undefined || continuous !== undefined)) {
     throw new TypeError(`invalid stage ${stage}: options 'maxActive' and 'continuous' are for a StepWorker`);
   }
@@ -220,5 +255,5 @@ export function resolveStageOptions(stage: string, options: StageOptions = {}, w
   const routes = [...new Set(Array.isArray(route) ? route : [route])];
   const stream = streamPolicy(stage, worker.streaming);
   const joins = worker.stepwise === true && continuous !== false;
-  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env, isolation, stream, maxActive: joins ? (maxActive ?? MAX_ACTIVE) : undefined, fanOut, gather, priority };
+  return { num, maxBatchSize, maxWaitMs, timeoutMs, routes, env, isolation, stream, maxActive: joins ? (maxActive ?? MAX_ACTIVE) : undefined, fanOut, gather, priority, sizeOf };
 }

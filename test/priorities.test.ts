@@ -53,6 +53,7 @@ describe("priority decisions", () => {
       defaultLevel: 3,
       maxOvertakes: 16,
       policies: [0, 1, 2].map(() => ({ maxQueueSize: undefined, defaultTimeoutMs: undefined, timeoutAction: "reject" })),
+      tenants: undefined,
     });
     const own = prioritiesOf({ priorityLevels: 2, defaultPriority: 1, queuePolicy: { maxQueueSize: 5 }, priorityQueuePolicy: { "2": { defaultTimeoutMs: 50, timeoutAction: "delay" } } })!;
     assert.equal(own.defaultLevel, 1);

@@ -67,7 +67,7 @@ export class GrpcFront implements Door {
       interceptors: [this.#answers.interceptor, this.#arrivals.interceptor],
     });
     const { plane } = core;
-    const inference = new GrpcInference(core, config.timeoutMs, config.maxRequestSize, config.maxInflightBytes);
+    const inference = new GrpcInference(core, config.timeoutMs, config.maxRequestSize, config.maxInflightBytes, config.tenantKey);
     const unary: Record<string, Unary> = {
       ServerLive: () => ({ live: true }),
       ServerReady: () => ({ ready: plane.notReady() === undefined }),

@@ -17,7 +17,8 @@ import { HEADER_LENGTH } from "../v2/binary.js";
 import type { InferResponseMessage, ParameterMessage } from "./messages.js";
 import { requestBody, responseMessage, type InferRequestMessage } from "./tensors.js";
 import { requestIdOf } from "../serving/request-id.js";
-import { requestSchedule } from "../serving/request-schedule.js";
+import { requestSchedule, tenantOf } from "../serving/request-schedule.js";
+import type { TenantKey } from "../config.js";
 
 /** Where one request's outcome goes: a unary call's callback, or a stream's next message. */
 type Deliver = (error: ShoalError | undefined, response?: InferResponseMessage) => void;
@@ -89,6 +90,8 @@ export class GrpcInference {
     readonly unreadBytes: number,
     /** The answers' bytes left unread on all streams together, at most (`--max-inflight-bytes`). */
     unreadInAll: number,
+    /** Where a request names its tenant (`--tenant-key`). */
+    readonly tenantKey: TenantKey | undefined = undefined,
   ) {
     this.#unread = new ByteBudget(unreadInAll);
   }
@@ -231,7 +234,9 @@ export class GrpcInference {
       const timeoutMs = Math.min(this.timeoutMs, callMs, ownMs ?? Infinity);
       const answer = new GrpcAnswer(this.core, path, arrival, hold, deliver);
       const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) }, deadline: Date.now() - elapsed + timeoutMs, route: path, v2: plane.identityOf(target) };
-      return admission.enter(plane.stepsOf(target), meta, arrival, timeoutMs, body, transfer, answer, false, priority);
+      const { tenantKey } = this;
+      const tenant = tenantKey === undefined ? "" : tenantOf(tenantKey, (name) => metadata.get(name)[0], (name) => parameterValue(request.parameters[name]));
+      return admission.enter(plane.stepsOf(target), meta, arrival, timeoutMs, body, transfer, answer, false, priority, tenant);
     } catch (err) {
       held?.release();
       if (!(err instanceof ShoalError)) throw err;

@@ -12,6 +12,9 @@ import { RouteModel } from "../serving/route-model.js";
 export function modelConfig(target: ModelVersion | RouteModel, metadata: { platform: string; inputs: TensorMetadata[]; outputs: TensorMetadata[] } | undefined): object {
   const tensors = (list: TensorMetadata[] | undefined) => (list ?? []).map((t) => ({ name: t.name, data_type: `TYPE_${t.datatype === "BYTES" ? "STRING" : t.datatype}`, dims: t.shape }));
   const batching = target instanceof RouteModel ? target.route.stages[0]!.options : target.spec;
+  const preferred = (target instanceof RouteModel ? target.route.stages[0]!.options.priority : target.spec.settings).preferredBatchSize ?? [batching.maxBatchSize];
+  // A wait chosen as it serves ("auto") has no one figure to show.
+  const delay = batching.maxWaitMs === "auto" ? {} : { max_queue_delay_microseconds: Math.round(batching.maxWaitMs * 1000) };
   return {
     name: target instanceof RouteModel ? target.name : target.spec.name,
     platform: metadata?.platform ?? "",
@@ -20,6 +23,6 @@ export function modelConfig(target: ModelVersion | RouteModel, metadata: { platf
     max_batch_size: 0,
     input: tensors(metadata?.inputs),
     output: tensors(metadata?.outputs),
-    ...(batching.maxBatchSize > 1 ? { dynamic_batching: { preferred_batch_size: [batching.maxBatchSize], max_queue_delay_microseconds: Math.round(batching.maxWaitMs * 1000) } } : {}),
+    ...(batching.maxBatchSize > 1 ? { dynamic_batching: { preferred_batch_size: preferred, ...delay } } : {}),
   };
 }

@@ -25,7 +25,8 @@ import type { ApiDocs } from "./docs.js";
 import type { HttpRequest, HttpResponse, OutgoingHttpHeaders } from "./http-message.js";
 import type { Handle, Listener } from "./listener.js";
 import type { Route } from "../serving/route.js";
-import { PRIORITY_HEADER, requestSchedule, TIMEOUT_HEADER } from "../serving/request-schedule.js";
+import { cacheAllowed, cacheKey, type ResponseCache } from "../scheduling/response-cache.js";
+import { PRIORITY_HEADER, requestSchedule, tenantOf, TIMEOUT_HEADER } from "../serving/request-schedule.js";
 import { CANCEL_PREFIX, serveCancel } from "./cancel.js";
 
 // A stream asked for by a dialect from a step whose Worker does not stream: its one answer is its one chunk.
@@ -237,8 +238,31 @@ export class HttpFront {
       reply.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };
     }
     (res as Answering)[REPLY] = reply;
-    this.admission.enter(steps, meta, arrival, timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, reply, transport !== undefined, priority);
+    const { cache } = steps[0]!;
+    if (cache !== undefined && this.#fromCache(cache, reply, steps, meta, body.bytes, query, transport !== undefined)) return;
+    const tenant = config.tenantKey === undefined ? "" : tenantOf(config.tenantKey, (name) => headers[name]);
+    this.admission.enter(steps, meta, arrival, timeoutMs, request?.payload ?? body.bytes, request === undefined ? body.transfer : undefined, reply, transport !== undefined, priority, tenant);
     res.on("close", dropTask);
+  }
+
+  // A request to a route or model with a response cache: answered from it (true), or told to keep
+  // its answer. A stream, or a request that says no-cache, neither uses it nor fills it.
+  #fromCache(cache: ResponseCache, reply: HttpReply, steps: readonly Step[], meta: RequestMeta, bytes: Uint8Array, query: string | undefined, streamed: boolean): boolean {
+    const { path, arrival } = reply;
+    const { headers } = meta;
+    if (streamed || !cacheAllowed(headers["cache-control"])) {
+      this.metrics.cached(path, "skip");
+      return false;
+    }
+    const key = cacheKey(path, cache.version(), headers["content-type"] as string | undefined, query, bytes);
+    const hit = cache.get(key);
+    this.metrics.cached(path, hit === undefined ? "miss" : "hit");
+    if (hit === undefined) {
+      reply.keep = (body, contentType, kept) => cache.set(key, { body, contentType, headers: kept });
+      return false;
+    }
+    this.admission.answerFromCache(steps, meta, arrival, reply, { ...hit, headers: { ...hit.headers, [CACHE_HEADER]: "hit" } });
+    return true;
   }
 
   /** Its body is in, refused, or its sender gone: it is in flight now only if it entered. */
@@ -246,6 +270,9 @@ export class HttpFront {
     this.admission.uploaded(upload);
   }
 }
+
+/** The header of an answer given from a response cache. */
+const CACHE_HEADER = "x-shoal-cache";
 
 // The reply of an accepted request, on its response: one listener for every response drops the
 // task of a client that left, rather than a closure per request.

@@ -35,6 +35,8 @@ export class HttpReply implements Reply {
   task!: Task;
   /** Set when its client takes a stream. */
   stream: StreamOptions | undefined;
+  /** Set when the request's answer may be kept in a response cache: called with the Worker's answer. */
+  keep: ((body: Uint8Array, contentType: string, headers: Record<string, string> | undefined) => void) | undefined;
   // The stream, from its first chunk on.
   #streaming: StreamReply | undefined;
   // The answer is given, or its stream ended: nothing more is written.
@@ -68,6 +70,7 @@ export class HttpReply implements Reply {
       this.fail(shaped);
       return;
     }
+    this.keep?.(body, contentType, headers);
     this.#done = true;
     // A large answer goes compressed when the client takes an encoding Shoal has.
     const encoding = shaped.byteLength >= MIN_COMPRESSED_BYTES ? responseEncoding(this.res.req.headers["accept-encoding"]) : undefined;

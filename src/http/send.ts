@@ -42,5 +42,6 @@ export function sendError(res: HttpResponse, requestId: string, error: ShoalErro
 
 /** An error's answer: in the dialect's shape when the request has one, else Shoal's; returns the body's bytes. */
 export function sendFailure(res: HttpResponse, requestId: string, error: ShoalError, dialect: Dialect | undefined, headers?: OutgoingHttpHeaders): number {
+  if (error.retryAfterS !== undefined) headers = { ...headers, "retry-after": String(error.retryAfterS) };
   return dialect?.error === undefined ? sendError(res, requestId, error, headers) : sendJson(res, requestId, error.status, dialect.error(error), headers);
 }

@@ -24,14 +24,24 @@ export interface StageMetrics {
   workerReport(workerId: number, metrics: WorkerMetricsReport | undefined): void;
   /** A queue rule did this to a task at its priority level (0: the queue has no levels). */
   queueOutcome(outcome: QueueOutcome, level: number): void;
+  /** A request admitted on a predicted time (ms, from joining the queue to its batch's return) took `actualMs`. */
+  predicted(predictedMs: number, actualMs: number): void;
+  /** `maxWaitMs: "auto"` chose this wait for a partial batch, in ms. */
+  waitChosen(ms: number): void;
+  /** What became of a request of a queue that shares between tenants, by its tenant's share (a bounded label). */
+  tenant(share: string, outcome: TenantOutcome): void;
 }
+
+/** What became of a tenant's request in a queue: `queued`, `served` (sent to a worker), `rejected` (refused, or failed by a queue rule). */
+export type TenantOutcome = "queued" | "served" | "rejected";
 
 /**
  * What a queue rule did to a task: `full` refused at its level's `maxQueueSize` (429), `timeout`
  * answered 408 at its level's queue timeout, `delayed` put behind its level at its queue
- * timeout, `expired` answered 408 when taken, its deadline passed: never sent to a worker.
+ * timeout, `expired` answered 408 when taken, its deadline passed: never sent to a worker;
+ * `shed` refused at once (429, 503 while starting) because it was predicted to miss its deadline.
  */
-export type QueueOutcome = "full" | "timeout" | "delayed" | "expired";
+export type QueueOutcome = "full" | "timeout" | "delayed" | "expired" | "shed";
 
 /** What one route's streams record. */
 export interface StreamMetrics {
@@ -106,6 +116,11 @@ export class Metrics {
   readonly #cancelled: Counter<"route" | "reason">;
   readonly #queueOutcomes: Counter<"stage" | "model" | "level" | "outcome">;
   readonly #requestsCancelled: Counter<"by">;
+  readonly #predicted: Histogram<"stage" | "model">;
+  readonly #actual: Histogram<"stage" | "model">;
+  readonly #chosenWait: Gauge<"stage" | "model">;
+  readonly #tenants: Counter<"stage" | "model" | "tenant" | "outcome">;
+  readonly #cache: Counter<"route" | "result">;
   readonly #streamRecorders = new Map<string, StreamMetrics>();
   readonly #workers = new Map<string, WorkerSnapshot>();
   readonly #answers = new Map<string, { latency: HistogramSeries; byCode: Map<number, CounterSeries> }>();
@@ -169,11 +184,21 @@ export class Metrics {
     this.#queueOutcomes = new Counter({ name: name("queue_outcomes_total"), help: "What the queue rules did to requests, by priority level (0: the queue has none): full (429 at the level's maxQueueSize), timeout (408 at its queue timeout), delayed (put behind its level), expired (408 when taken: its deadline passed, never computed)", labelNames: ["stage", "model", "level", "outcome"], registers });
     this.#requestsCancelled = new Counter({ name: name("requests_cancelled_total"), help: "Requests cancelled before their answer, by how: id (DELETE /v2/requests/{id}), grpc (the client cancelled its call)", labelNames: ["by"], registers });
     this.#requestsCancelled.labels("id").inc(0);
+    this.#predicted = new Histogram({ name: name("stage_predicted_seconds"), help: "The time admission by predicted latency foresaw for each request it admitted, from joining the queue to its batch's return (predictAdmission)", labelNames: ["stage", "model"], buckets: LATENCY_BUCKETS, registers });
+    this.#actual = new Histogram({ name: name("stage_predicted_actual_seconds"), help: "The real time of the same requests, from joining the queue to their batch's return: against stage_predicted_seconds, how good the prediction is", labelNames: ["stage", "model"], buckets: LATENCY_BUCKETS, registers });
+    this.#tenants = new Counter({ name: name("tenant_requests_total"), help: "Requests of the queues that share between tenants, by tenant (those of tenantWeights and the first maxTenants others; the rest are \"other\") and outcome: queued, served (sent to a worker), rejected (refused, or failed by a queue rule)", labelNames: ["stage", "model", "tenant", "outcome"], registers });
+    this.#cache = new Counter({ name: name("cache_requests_total"), help: "Requests to routes and models with a response cache, by result: hit (answered from it, never queued), miss (computed, and kept), skip (a stream, or Cache-Control: no-cache)", labelNames: ["route", "result"], registers });
+    this.#chosenWait = new Gauge({ name: name("stage_batch_wait_seconds"), help: "The wait maxWaitMs \"auto\" chose for the last partial batch of a stage or a model", labelNames: ["stage", "model"], registers });
   }
 
   /** `count` requests were cancelled, by id or by their gRPC call. */
   cancelled(by: "id" | "grpc", count = 1): void {
     this.#requestsCancelled.labels(by).inc(count);
+  }
+
+  /** A request to `route`, which has a response cache, was a hit, a miss or skipped it. */
+  cached(route: string, result: "hit" | "miss" | "skip"): void {
+    this.#cache.labels(route, result).inc();
   }
 
   /** The recorder of one route's streams. */
@@ -222,6 +247,10 @@ export class Metrics {
     const retries = this.#retries.labels(owner);
     // Shown as 0 before the first split, as restarts are.
     retries.inc(0);
+    // The prediction's and the wait's series are made on first use: only queues that predict or choose their wait have them.
+    let predicted: Histogram.Internal<string> | undefined;
+    let actual: Histogram.Internal<string> | undefined;
+    let chosen: Gauge.Internal<string> | undefined;
     return {
       batch: (size) => batch.observe(size),
       queueWait: (ms) => wait.observe(ms / 1000),
@@ -230,6 +259,12 @@ export class Metrics {
       restart,
       workerReport: (workerId, metrics) => this.#workerReport(owner, workerId, metrics),
       queueOutcome: (outcome, level) => this.#queueOutcomes.labels({ ...owner, level: String(level), outcome }).inc(),
+      predicted: (predictedMs, actualMs) => {
+        (predicted ??= this.#predicted.labels(owner)).observe(predictedMs / 1000);
+        (actual ??= this.#actual.labels(owner)).observe(actualMs / 1000);
+      },
+      tenant: (share, outcome) => this.#tenants.labels({ ...owner, tenant: share, outcome }).inc(),
+      waitChosen: (ms) => (chosen ??= this.#chosenWait.labels(owner)).set(ms / 1000),
     };
   }
 

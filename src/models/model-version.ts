@@ -8,6 +8,7 @@ import type { ModelSpec } from "./repository.js";
 import type { StreamPolicy } from "../stage-options.js";
 import type { TensorMetadata } from "./settings.js";
 import { ModelStats } from "./stats.js";
+import { ResponseCache } from "../scheduling/response-cache.js";
 
 /**
  * Where a model version stands. `evicted`: unloaded to make room, loaded again on its next
@@ -98,7 +99,10 @@ export class Instance implements Delivery {
 
   landed({ tasks }: Flight, elapsedMs: number | undefined): void {
     this.inFlight--;
-    if (elapsedMs !== undefined) this.model.stats.batch(tasks.length, elapsedMs);
+    if (elapsedMs !== undefined) {
+      this.model.stats.batch(tasks.length, elapsedMs);
+      this.model.queue.landed(tasks, elapsedMs);
+    }
     this.hosting.retire(this);
   }
 
@@ -129,6 +133,8 @@ export class ModelVersion implements Step {
   readonly stats: ModelStats;
   readonly metrics: StageMetrics;
   readonly logFields: Readonly<Record<string, string>>;
+  /** Set when its settings give `responseCache` (as it was first made: a reload keeps it, and its answers are keyed by the loaded instance). */
+  readonly cache: ResponseCache | undefined;
   #drained: (() => void)[] = [];
 
   constructor(
@@ -140,6 +146,8 @@ export class ModelVersion implements Step {
     this.stats = new ModelStats();
     this.metrics = metrics.model(this.label);
     this.logFields = { model: this.label };
+    const cached = spec.settings.responseCache;
+    this.cache = cached === undefined ? undefined : new ResponseCache(cached.maxBytes, () => this.current?.key ?? "");
     // The policy reads the current settings, which a reload may change.
     const settings = () => this.spec;
     const policy = {
@@ -148,6 +156,12 @@ export class ModelVersion implements Step {
       },
       get maxWaitMs() {
         return settings().maxWaitMs;
+      },
+      get preferredBatchSize() {
+        return settings().settings.preferredBatchSize;
+      },
+      get maxBatchCost() {
+        return settings().settings.maxBatchCost;
       },
     };
     this.queue = new BatchQueue({
@@ -162,6 +176,11 @@ export class ModelVersion implements Step {
         this.stats.queued(ms);
       },
       counted: (outcome, level) => this.metrics.queueOutcome(outcome, level),
+      workers: () => this.liveWorkers,
+      predict: spec.settings.predictAdmission,
+      predicted: (predictedMs, actualMs) => this.metrics.predicted(predictedMs, actualMs),
+      waitChosen: (ms) => this.metrics.waitChosen(ms),
+      tenantCounted: (share, outcome) => this.metrics.tenant(share, outcome),
     });
   }
 

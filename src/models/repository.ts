@@ -24,7 +24,7 @@ export interface ModelSpec {
   /** The `.onnx` file, for the ONNX runtime, symlinks resolved. */
   file: string | undefined;
   maxBatchSize: number;
-  maxWaitMs: number;
+  maxWaitMs: number | "auto";
   replicas: number;
   /** What one replica costs of the pool's memory budget, in bytes. */
   costBytes: number;

@@ -30,7 +30,7 @@ export const modelSettingsSchema = z.strictObject({
   /** The `.onnx` file in each version folder (default: the only one there). */
   file: z.string().min(1).optional(),
   maxBatchSize: z.number().int().min(1).default(1),
-  maxWaitMs: z.number().int().min(0).default(0),
+  maxWaitMs: z.union([z.number().int().min(0), z.literal("auto")]).default(0),
   /** Workers of the shared pool the model is loaded on. */
   replicas: z.number().int().min(1).default(1),
   /** What one replica costs of the pool's memory budget (default: its files' size). */

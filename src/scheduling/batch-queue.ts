@@ -1,6 +1,7 @@
 import { ShoalError } from "../errors.js";
-import type { QueueOutcome } from "../metrics/registry.js";
+import type { QueueOutcome, TenantOutcome } from "../metrics/registry.js";
 import { decideBatch, type BatchPolicy } from "./batcher.js";
+import { ArrivalRate, autoWaitMs, LatencyModel, predictMs, retryAfter } from "./latency-model.js";
 import type { QueueOrder } from "./queue-order.js";
 import type { Task } from "./task.js";
 
@@ -21,6 +22,23 @@ export interface BatchQueueOptions {
   counted?: (outcome: QueueOutcome, level: number) => void;
   /** The clock of tasks' arrivals and deadlines (`performance.now()` unless given). */
   now?: () => number;
+  /** Workers that take from this queue now (0 while they start); 1 unless given. */
+  workers?: () => number;
+  /** Refuse at once a request the latency model says would miss its deadline (`predictAdmission`). */
+  predict?: boolean;
+  /** A task admitted on a prediction of `predictedMs` was answered at this step `actualMs` after it joined. */
+  predicted?: (predictedMs: number, actualMs: number) => void;
+  /** The wait `maxWaitMs: "auto"` chose for a partial batch, in ms. */
+  waitChosen?: (ms: number) => void;
+  /** What became of a task of a queue that shares between tenants, by its tenant's share. */
+  tenantCounted?: (share: string, outcome: TenantOutcome) => void;
+  /** The cost of a queued item, for the policy's `maxBatchCost` (default: a body's bytes, else 1). */
+  sizeOf?: (item: unknown) => number;
+}
+
+/** The cost of an item when its owner gives no `sizeOf`: a request body's bytes (undecoded), else 1. */
+export function defaultCost(item: unknown): number {
+  return item instanceof Uint8Array ? item.byteLength : 1;
 }
 
 /**
@@ -38,6 +56,18 @@ export class BatchQueue {
   readonly waited: (ms: number) => void;
   readonly now: () => number;
   readonly counted: (outcome: QueueOutcome, level: number) => void;
+  // Its forward time by batch size, from the batches that came back, and its rate of arrivals:
+  // made only for a queue that predicts or chooses its wait, so that no other pays for them.
+  #latency: LatencyModel | undefined;
+  #rate: ArrivalRate | undefined;
+  readonly #workers: () => number;
+  readonly #predict: boolean;
+  readonly #predicted: ((predictedMs: number, actualMs: number) => void) | undefined;
+  readonly #waitChosen: ((ms: number) => void) | undefined;
+  readonly #tenantCounted: (share: string, outcome: TenantOutcome) => void;
+  readonly #sizeOf: (item: unknown) => number;
+  /** The cost of the tasks queued, when the policy has a budget. */
+  #cost = 0;
   /** Tasks waiting, none of them settled, in the order they leave. */
   readonly #queue: QueueOrder<Task>;
   #timer: NodeJS.Timeout | undefined;
@@ -51,8 +81,10 @@ export class BatchQueue {
     const now = this.#expireAt;
     task.queuedIn = null;
     task.queueMs += now - task.enqueuedAt;
+    this.#cost -= task.cost;
     const deadline = task.deadline <= now;
     this.counted(deadline ? "expired" : "timeout", level);
+    if (task.share !== undefined) this.#tenantCounted(task.share, "rejected");
     task.fail(new ShoalError("TIMEOUT", deadline ? "the deadline passed while the request was queued" : `the queue timeout of priority level ${level} passed`));
   };
   readonly #delayed = (level: number): void => this.counted("delayed", level);
@@ -66,6 +98,12 @@ export class BatchQueue {
     this.now = options.now ?? (() => performance.now());
     this.counted = options.counted ?? (() => {});
     this.#queue = options.order;
+    this.#workers = options.workers ?? (() => 1);
+    this.#predict = options.predict ?? false;
+    this.#predicted = options.predicted;
+    this.#waitChosen = options.waitChosen;
+    this.#tenantCounted = options.tenantCounted ?? (() => {});
+    this.#sizeOf = options.sizeOf ?? defaultCost;
   }
 
   /** Tasks waiting: what capacity counts. */
@@ -80,23 +118,78 @@ export class BatchQueue {
   admit(task: Task): ShoalError | undefined {
     const queue = this.#queue;
     if (task.ingress && queue.length >= this.capacity) return new ShoalError("QUEUE_FULL", `the queue of ${this.owner} is full`);
+    task.share = undefined;
     if (queue.place !== undefined) {
       const refused = queue.place(task);
       if (refused !== undefined) {
         if (refused.code === "QUEUE_FULL") this.counted("full", task.level);
-        return refused;
+        return this.#refused(task, refused);
       }
     }
-    task.enqueuedAt = this.now();
+    const now = this.now();
+    if (this.#predict && task.ingress && this.#latency?.ready === true) {
+      const refused = this.#late(task, now);
+      if (refused !== undefined) return this.#refused(task, refused);
+    }
+    // Only what joins counts towards the rate the wait is chosen by: a refused request never fills a batch.
+    if (this.policy.maxWaitMs === "auto") (this.#rate ??= new ArrivalRate()).arrived(now);
+    if (task.share !== undefined) this.#tenantCounted(task.share, "queued");
+    if (this.policy.maxBatchCost !== undefined) {
+      // A cost that is not a number above 0 counts as 1: a bad sizeOf must not stall the queue.
+      const cost = this.#sizeOf(task.payload);
+      task.cost = cost > 0 && Number.isFinite(cost) ? cost : 1;
+      this.#cost += task.cost;
+    } else task.cost = 0;
+    task.enqueuedAt = now;
     task.queuedIn = this;
     queue.push(task);
     if (queue.nextExpiry !== undefined) this.#armExpiry();
     return undefined;
   }
 
+  #refused(task: Task, error: ShoalError): ShoalError {
+    if (task.share !== undefined) this.#tenantCounted(task.share, "rejected");
+    return error;
+  }
+
+  // Admission by predicted latency: the 429 (503 while no worker is up) of a task that would miss its deadline, or its prediction.
+  #late(task: Task, now: number): ShoalError | undefined {
+    const workers = this.#workers();
+    const ahead = this.#queue.ahead?.(task) ?? this.#queue.length;
+    const ms = predictMs(this.#latency!, { ahead, workers, maxBatchSize: this.policy.maxBatchSize });
+    const wait = retryAfter(ms, now, task.deadline);
+    if (wait === undefined) {
+      task.predictedMs = ms;
+      return undefined;
+    }
+    this.counted("shed", task.level);
+    const error = new ShoalError(workers === 0 ? "NOT_READY" : "QUEUE_FULL", `${this.owner} would answer in about ${Math.ceil(ms)} ms, after the request's deadline`);
+    error.retryAfterS = wait;
+    return error;
+  }
+
+  /**
+   * A batch of `tasks` came back from a worker after `elapsedMs`: the latency model learns from
+   * it. `together` false: they were single items one after another (a stage that does not batch
+   * sends several in one message), each a batch of one.
+   */
+  landed(tasks: readonly Task[], elapsedMs: number, together = true): void {
+    if (tasks.length === 0 || (!this.#predict && this.policy.maxWaitMs !== "auto")) return;
+    const latency = (this.#latency ??= new LatencyModel());
+    if (together) latency.observe(tasks.length, elapsedMs);
+    else latency.observe(1, elapsedMs / tasks.length);
+    if (this.#predicted === undefined) return;
+    const now = this.now();
+    for (const task of tasks) {
+      if (task.predictedMs === undefined) continue;
+      this.#predicted(task.predictedMs, now - task.enqueuedAt);
+      task.predictedMs = undefined;
+    }
+  }
+
   /** Called by a queued task that settles (deadline, disconnect): it leaves the queue now. */
   unqueue(task: Task): void {
-    this.#queue.remove(task);
+    if (this.#queue.remove(task)) this.#cost -= task.cost;
     task.queueMs += this.now() - task.enqueuedAt;
   }
 
@@ -112,7 +205,7 @@ export class BatchQueue {
     const head = this.#queue.peek();
     if (head === undefined) return undefined;
     const now = this.now();
-    const decision = decideBatch(this.#queue.length, head.enqueuedAt, now, this.policy);
+    const decision = decideBatch(this.#queue.length, head.enqueuedAt, now, this.policy, this.#waitMs(now, head), this.#cost);
     if ("wakeAt" in decision) {
       this.#wakeAt(decision.wakeAt, now);
       return undefined;
@@ -129,22 +222,47 @@ export class BatchQueue {
       task.queueMs += now - task.enqueuedAt;
       tasks.push(task);
     }
+    this.#cost = 0;
     return tasks;
   }
 
+  // The wait of this decision: the policy's, or the one "auto" chooses from the latency model now,
+  // never so long that the task to leave first could no longer make its deadline.
+  #waitMs(now: number, head: Task): number {
+    const { maxWaitMs } = this.policy;
+    if (maxWaitMs !== "auto") return maxWaitMs;
+    const workers = Math.max(1, this.#workers());
+    const latency = (this.#latency ??= new LatencyModel());
+    const chosen = autoWaitMs(latency, { queued: this.#queue.length, ratePerMs: (this.#rate ??= new ArrivalRate()).perMs(now) / workers, maxBatchSize: this.policy.maxBatchSize, preferred: this.policy.preferredBatchSize ?? [] });
+    // The batch leaves at `enqueuedAt + ms`: by then a full batch's time must still fit before the head's deadline.
+    const ms = Math.max(0, Math.min(chosen, head.deadline - latency.forwardMs(this.policy.maxBatchSize) - head.enqueuedAt));
+    this.#waitChosen?.(ms);
+    return ms;
+  }
+
+  // Up to `count` tasks, within the policy's cost budget (the first goes whatever its cost).
   #take(count: number, now: number): Task[] {
     const tasks: Task[] = [];
+    const budget = this.policy.maxBatchCost ?? Infinity;
+    let spent = 0;
+    // A queue that predicts sends no task its batch cannot finish in time for: that work would be thrown away.
+    const soonest = this.#predict && this.#latency?.ready === true ? now + this.#latency.forwardMs(count) : now;
     while (tasks.length < count) {
-      const task = this.#queue.shift();
-      if (task === undefined) break;
+      const next = this.#queue.peek();
+      if (next === undefined || (tasks.length > 0 && next.deadline > soonest && spent + next.cost > budget)) break;
+      const task = this.#queue.shift()!;
+      this.#cost -= task.cost;
       task.queuedIn = null;
       const waited = now - task.enqueuedAt;
       task.queueMs += waited;
-      if (task.deadline <= now) {
+      if (task.deadline <= soonest) {
         this.counted("expired", task.level);
-        task.fail(new ShoalError("TIMEOUT", "the deadline passed while the request was queued"));
+        if (task.share !== undefined) this.#tenantCounted(task.share, "rejected");
+        task.fail(new ShoalError("TIMEOUT", task.deadline <= now ? "the deadline passed while the request was queued" : "the deadline would pass before its batch is done"));
         continue;
       }
+      if (task.share !== undefined) this.#tenantCounted(task.share, "served");
+      spent += task.cost;
       this.waited(waited);
       tasks.push(task);
     }

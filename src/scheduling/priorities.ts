@@ -4,6 +4,7 @@
  * when a queued task's time at its level is up. docs/scheduling.md states each rule.
  */
 import type { PrioritySettings } from "../stage-options.js";
+import { TenantKeys } from "./fair-share.js";
 
 /** What happens to a task still queued when its level's queue timeout passes. */
 export type TimeoutAction = "reject" | "delay";
@@ -28,6 +29,8 @@ export interface Priorities {
   readonly policies: readonly QueuePolicy[];
   /** Most tasks of higher levels taken in a row while a lower level waits; then the lower level's turn comes. */
   readonly maxOvertakes: number;
+  /** Set when the queue shares each level fairly between tenants (`tenantWeights` or `maxTenants` given). */
+  readonly tenants: TenantKeys | undefined;
 }
 
 /** The default of `maxOvertakes`: a waiting level gets at least one place in 17. */
@@ -35,15 +38,16 @@ export const MAX_OVERTAKES = 16;
 
 /** The levels the settings declare (checked: stage-options.ts), or undefined when they declare none: such a queue stays first in, first out, at no cost. */
 export function prioritiesOf(settings: PrioritySettings): Priorities | undefined {
-  const { priorityLevels, defaultPriority, maxOvertakes, queuePolicy, priorityQueuePolicy } = settings;
-  if (priorityLevels === undefined && defaultPriority === undefined && queuePolicy === undefined && priorityQueuePolicy === undefined) return undefined;
+  const { priorityLevels, defaultPriority, maxOvertakes, queuePolicy, priorityQueuePolicy, tenantWeights, maxTenants } = settings;
+  const fair = tenantWeights !== undefined || maxTenants !== undefined;
+  if (priorityLevels === undefined && defaultPriority === undefined && queuePolicy === undefined && priorityQueuePolicy === undefined && !fair) return undefined;
   const levels = priorityLevels ?? 1;
   const own = priorityQueuePolicy ?? {};
   const policies = Array.from({ length: levels }, (_, i): QueuePolicy => {
     const policy = { ...queuePolicy, ...own[String(i + 1)] };
     return { maxQueueSize: policy.maxQueueSize, defaultTimeoutMs: policy.defaultTimeoutMs, timeoutAction: policy.timeoutAction ?? "reject" };
   });
-  return { levels, defaultLevel: defaultPriority === undefined || defaultPriority === 0 ? levels : defaultPriority, policies, maxOvertakes: maxOvertakes ?? MAX_OVERTAKES };
+  return { levels, defaultLevel: defaultPriority === undefined || defaultPriority === 0 ? levels : defaultPriority, policies, maxOvertakes: maxOvertakes ?? MAX_OVERTAKES, tenants: fair ? new TenantKeys(tenantWeights, maxTenants) : undefined };
 }
 
 /**

@@ -22,6 +22,8 @@ export interface QueueOrder<T> {
   place?(item: T): ShoalError | undefined;
   /** Applies the order's timeouts at `now`: what must leave unserved goes to `expired`; what it puts behind others is `delayed`. */
   expire?(now: number, expired: (item: T, level: number) => void, delayed: (level: number) => void): void;
+  /** How many of its items leave before `item` would, were it pushed now (its place set); unset: all of them. */
+  ahead?(item: T): number;
   /** When `expire` has something to do next, on the queue's clock (Infinity: nothing). */
   nextExpiry?(): number;
 }

@@ -11,6 +11,7 @@ import { queueOrderOf } from "./priority-order.js";
 import type { BatchPolicy } from "./batcher.js";
 import { Dispatcher, type Chooser, type Delivery, type Flight, type ItemSuccess } from "./dispatcher.js";
 import { SubItems } from "./sub-items.js";
+import { ResponseCache } from "./response-cache.js";
 import type { Step, Task } from "./task.js";
 
 /** Forward time, in ms, that the items of one message of a stage that does not batch may add up to. */
@@ -48,6 +49,7 @@ export class Stage implements Step, Chooser, Delivery {
   readonly logFields: Readonly<Record<string, string>>;
   readonly stream: StreamPolicy | undefined;
   readonly gathers: boolean;
+  readonly cache: ResponseCache | undefined;
   readonly #queue: BatchQueue;
   /** Counts the sub-items its fan-outs make, by route. */
   readonly #subItems: (route: string, count: number) => void;
@@ -64,15 +66,30 @@ export class Stage implements Step, Chooser, Delivery {
   ) {
     // A Worker that joins sequences between steps takes each one alone, as soon as it has room.
     const joins = options.maxActive !== undefined;
-    this.policy = { maxBatchSize: joins ? 1 : options.maxBatchSize, maxWaitMs: joins ? 0 : options.maxWaitMs };
+    this.policy = { maxBatchSize: joins ? 1 : options.maxBatchSize, maxWaitMs: joins ? 0 : options.maxWaitMs, preferredBatchSize: options.priority.preferredBatchSize, maxBatchCost: options.priority.maxBatchCost };
     this.metrics = context.metrics.stage(name);
     this.batches = this.policy.maxBatchSize > 1;
     this.stream = options.stream;
     this.gathers = options.gather;
     this.logFields = { stage: name };
+    this.cache = options.priority.responseCache === undefined ? undefined : new ResponseCache(options.priority.responseCache.maxBytes);
     this.#subItems = context.metrics.subItems(name, options.fanOut === undefined ? [] : options.routes);
     this.#size = this.batches ? undefined : () => this.#sendSize();
-    this.#queue = new BatchQueue({ policy: this.policy, capacity: context.capacity, owner: `stage ${name}`, order: queueOrderOf(options.priority), wake: () => this.dispatcher.pump(), waited: (ms) => this.metrics.queueWait(ms), counted: (outcome, level) => this.metrics.queueOutcome(outcome, level) });
+    this.#queue = new BatchQueue({
+      policy: this.policy,
+      capacity: context.capacity,
+      owner: `stage ${name}`,
+      order: queueOrderOf(options.priority),
+      wake: () => this.dispatcher.pump(),
+      waited: (ms) => this.metrics.queueWait(ms),
+      counted: (outcome, level) => this.metrics.queueOutcome(outcome, level),
+      workers: () => this.pool.live,
+      predict: options.priority.predictAdmission,
+      predicted: (predictedMs, actualMs) => this.metrics.predicted(predictedMs, actualMs),
+      waitChosen: (ms) => this.metrics.waitChosen(ms),
+      tenantCounted: (share, outcome) => this.metrics.tenant(share, outcome),
+      sizeOf: options.sizeOf,
+    });
     this.dispatcher = new Dispatcher(
       {
         name,
@@ -134,6 +151,7 @@ export class Stage implements Step, Chooser, Delivery {
 
   landed({ tasks }: Flight, elapsedMs: number | undefined): void {
     if (elapsedMs === undefined) return;
+    this.#queue.landed(tasks, elapsedMs, this.batches);
     if (!this.batches) this.#itemMs += (elapsedMs / tasks.length - this.#itemMs) * 0.2;
     // Sub-items share their request's trace: a batch of several of them is one entry.
     let traced: Task["trace"];

@@ -1,6 +1,7 @@
 import type { ShoalError } from "../errors.js";
 import type { StreamPolicy } from "../stage-options.js";
 import type { RequestMeta } from "../worker.js";
+import type { ResponseCache } from "./response-cache.js";
 
 /** What the worker holding a streamed task is told about its stream. */
 export type StreamAction = "cancel" | "pause" | "resume";
@@ -14,6 +15,8 @@ export interface Step {
   admit(task: Task): ShoalError | undefined;
   /** The model version it is, for a model's step: names it in the access log. */
   readonly label?: string;
+  /** Set at a route's first step (or a model's) whose settings give `responseCache`: the door looks its requests up there. */
+  readonly cache?: ResponseCache;
   /** Set when its Worker streams: how a stream waits for a slow client. */
   readonly stream?: StreamPolicy;
   /** Set for a stage that gathers the sub-items of an earlier stage's fan-out. */
@@ -78,6 +81,14 @@ export class Task {
   priority = 0;
   /** Its priority level in the queue that holds it (1 the highest), set by a queue with levels; 0: the queue has none. */
   level = 0;
+  /** The time its queue predicted, on admitting it, from joining to its answer there, in ms (admission by predicted latency); cleared once compared. */
+  predictedMs: number | undefined = undefined;
+  /** The tenant its request came from ("" when the server has no tenant key): its share follows its weight (docs/scheduling.md). */
+  tenant = "";
+  /** Its cost in the queue that holds it (`sizeOf`), when that queue has a `maxBatchCost`; else 0. */
+  cost = 0;
+  /** Its tenant's share in the queue that holds it, set by a queue that shares between tenants (bounded: fair-share.ts); undefined: the queue does not. */
+  share: string | undefined = undefined;
   /** Its place in a queue order that keeps one (a priority order's), while it is queued there. */
   orderSlot: object | undefined = undefined;
 

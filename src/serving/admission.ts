@@ -3,6 +3,7 @@ import { Task, type Reply, type Step } from "../scheduling/task.js";
 import type { RequestMeta } from "../worker.js";
 import { ByteBudget, type Hold } from "./byte-budget.js";
 import { Ledger, type Slotted } from "./ledger.js";
+import type { CachedAnswer } from "../scheduling/response-cache.js";
 
 /**
  * How long a drain waits with no request arriving before it ends (clients still sending get
@@ -115,12 +116,14 @@ export class Admission {
    * Makes the task of a request that is in, with its deadline timer (`timeoutMs` after
    * `arrival`), counts it in flight and queues it at its first step; one refused there (a full
    * queue, a server that gave up) is failed at once. `streamed`: its client takes a stream;
-   * `priority`: the level it asked (0: its queue's default; serving/request-schedule.ts).
+   * `priority`: the level it asked (0: its queue's default); `tenant`: the tenant it named (""
+   * none; serving/request-schedule.ts).
    */
-  enter(steps: readonly Step[], meta: RequestMeta, arrival: number, timeoutMs: number, payload: unknown, transfer: ArrayBuffer[] | undefined, reply: Entrant, streamed = false, priority = 0): Task {
+  enter(steps: readonly Step[], meta: RequestMeta, arrival: number, timeoutMs: number, payload: unknown, transfer: ArrayBuffer[] | undefined, reply: Entrant, streamed = false, priority = 0, tenant = ""): Task {
     const task = new Task(steps, meta, arrival + timeoutMs, payload, transfer, reply);
     task.streamed = streamed;
     task.priority = priority;
+    task.tenant = tenant;
     reply.task = task;
     reply.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `no answer within ${Math.max(0, Math.round(timeoutMs))} ms`)), Math.max(0, arrival + timeoutMs - performance.now()));
     this.#accepted.add(task);
@@ -128,6 +131,18 @@ export class Admission {
     const refused = this.#abandoned ?? task.start();
     if (refused !== undefined) task.fail(refused);
     return task;
+  }
+
+  /**
+   * Answers a request from a response cache: counted in flight as any other (a drain waits for
+   * it), and answered at once with `answer`; it never reaches a queue.
+   */
+  answerFromCache(steps: readonly Step[], meta: RequestMeta, arrival: number, reply: Entrant, answer: CachedAnswer): void {
+    const task = new Task(steps, meta, arrival, undefined, undefined, reply);
+    reply.task = task;
+    this.#accepted.add(task);
+    this.#inFlight++;
+    task.succeed(answer.body, answer.contentType, answer.headers as Record<string, string> | undefined);
   }
 
   /**

@@ -1,4 +1,6 @@
+import { createHash } from "node:crypto";
 import { ShoalError } from "../errors.js";
+import type { TenantKey } from "../config.js";
 
 /** The header a plain HTTP request asks its priority with: 1 is the highest level, 0 the default (docs/scheduling.md). */
 export const PRIORITY_HEADER = "x-shoal-priority";
@@ -35,4 +37,23 @@ function whole(value: unknown, name: string): number {
   if (typeof value === "string" && DIGITS.test(value.trim())) return Number(value.trim());
   const shown = typeof value === "string" ? `'${value.slice(0, 40)}'` : Array.isArray(value) ? "several values" : typeof value;
   throw new ShoalError("BAD_REQUEST", `${name} must be a whole number of 0 or more, not ${shown}`);
+}
+
+/** Most characters of a tenant's name: a longer one is cut. */
+const TENANT_CHARS = 64;
+
+/**
+ * The tenant a request names by `key`, whatever door it came through ("" when it names none):
+ * `header` reads a header (HTTP) or the call's metadata (gRPC), `parameter` a gRPC request's
+ * V2 parameter, else the header. An API key is never shown: its tenant is `key-` and the first
+ * 12 hex digits of its SHA-256.
+ */
+export function tenantOf(key: TenantKey, header: (name: string) => unknown, parameter?: (name: string) => unknown): string {
+  if (key.from === "api-key") {
+    const auth = header("authorization");
+    const bearer = typeof auth === "string" && /^bearer /i.test(auth) ? auth.slice(7).trim() : header("x-api-key");
+    return typeof bearer === "string" && bearer !== "" ? `key-${createHash("sha256").update(bearer).digest("hex").slice(0, 12)}` : "";
+  }
+  const value = (key.from === "parameter" ? parameter?.(key.name) : undefined) ?? header(key.name.toLowerCase());
+  return typeof value === "string" ? value.trim().slice(0, TENANT_CHARS) : typeof value === "number" ? String(value) : "";
 }

@@ -1,0 +1,312 @@
+/**
+ * The scheduling rules after priorities, each a pure decision, and under a BatchQueue on a fake
+ * clock: the latency model and admission by predicted latency, the wait "auto" chooses and
+ * preferred batch sizes, fair sharing between tenants inside a level, and where a request names
+ * its tenant.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { QueueOutcome, TenantOutcome } from "../src/metrics/registry.js";
+import { BatchQueue } from "../src/scheduling/batch-queue.js";
+import { decideBatch } from "../src/scheduling/batcher.js";
+import { activate, charge, pickShare, TenantKeys } from "../src/scheduling/fair-share.js";
+import { ArrivalRate, autoWaitMs, LatencyModel, MIN_BATCHES, predictMs, retryAfter, targetBatch } from "../src/scheduling/latency-model.js";
+import { queueOrderOf } from "../src/scheduling/priority-order.js";
+import { Task, type Reply } from "../src/scheduling/task.js";
+import { tenantOf } from "../src/serving/request-schedule.js";
+import { parseTenantKey } from "../src/config.js";
+import { cacheAllowed, cacheKey, ResponseCache } from "../src/scheduling/response-cache.js";
+import type { PrioritySettings } from "../src/stage-options.js";
+import type { BatchPolicy } from "../src/scheduling/batcher.js";
+
+/** A model that has seen batches of forward time 10 ms + 2 ms an item. */
+function fitted(fixedMs = 10, perItemMs = 2): LatencyModel {
+  const model = new LatencyModel();
+  for (const size of [1, 4, 8, 2, 16, 8]) model.observe(size, fixedMs + perItemMs * size);
+  return model;
+}
+
+/** A queue on a clock the test moves, with what it answered and counted. */
+function setUp(settings: PrioritySettings, policy: BatchPolicy, workers = () => 1) {
+  const clock = { now: 0 };
+  const answers = new Map<string, { status: number; retryAfter: number | undefined }>();
+  const counted: QueueOutcome[] = [];
+  const tenants: [string, TenantOutcome][] = [];
+  const predicted: [number, number][] = [];
+  const waits: number[] = [];
+  const queue = new BatchQueue({
+    policy,
+    capacity: 10_000,
+    owner: "stage Test_1",
+    order: queueOrderOf(settings),
+    wake: () => {},
+    waited: () => {},
+    counted: (outcome) => counted.push(outcome),
+    now: () => clock.now,
+    workers,
+    predict: settings.predictAdmission,
+    predicted: (p, a) => predicted.push([p, a]),
+    waitChosen: (ms) => waits.push(ms),
+    tenantCounted: (share, outcome) => tenants.push([share, outcome]),
+  });
+  const task = (name: string, timeoutMs = 1000, tenant = ""): Task => {
+    const reply: Reply = { send: () => answers.set(name, { status: 200, retryAfter: undefined }), fail: (e) => answers.set(name, { status: e.status, retryAfter: e.retryAfterS }), chunk: () => {}, end: () => {}, release: () => {} };
+    const t = new Task([], { requestId: name, headers: {}, deadline: 0, route: "/inference" }, clock.now + timeoutMs, name, undefined, reply);
+    t.tenant = tenant;
+    return t;
+  };
+  return { clock, answers, counted, tenants, predicted, waits, queue, task };
+}
+
+describe("the latency model", () => {
+  test("it fits a fixed part and a part per item from batches of several sizes, with five numbers", () => {
+    const model = fitted(10, 2);
+    assert.ok(Math.abs(model.fixedMs - 10) < 1e-6 && Math.abs(model.perItemMs - 2) < 1e-6, `${model.fixedMs} + ${model.perItemMs}/item`);
+    assert.ok(Math.abs(model.forwardMs(32) - 74) < 1e-6);
+  });
+
+  test("it is not ready before MIN_BATCHES batches; from one size only it takes the time as proportional", () => {
+    const model = new LatencyModel();
+    for (let i = 0; i < MIN_BATCHES - 1; i++) model.observe(8, 40);
+    assert.equal(model.ready, false);
+    model.observe(8, 40);
+    assert.equal(model.ready, true);
+    assert.equal(model.forwardMs(8), 40);
+    assert.equal(model.forwardMs(2), 10, "an underestimate for small batches: it errs towards admitting");
+  });
+
+  test("it follows a change: old batches weigh less", () => {
+    const model = fitted(10, 2);
+    for (let i = 0; i < 200; i++) model.observe(i % 2 === 0 ? 4 : 8, i % 2 === 0 ? 24 : 44);
+    assert.ok(Math.abs(model.forwardMs(8) - 44) < 0.5, `${model.forwardMs(8)}`);
+  });
+
+  test("the prediction counts the rounds of batches ahead, workers at a time; a late one gets Retry-After in whole seconds", () => {
+    const model = fitted(10, 2);
+    // 99 ahead + itself, batches of 10 on 2 workers: 5 rounds of 30 ms.
+    assert.ok(Math.abs(predictMs(model, { ahead: 99, workers: 2, maxBatchSize: 10 }) - 150) < 1e-9);
+    assert.ok(Math.abs(predictMs(model, { ahead: 0, workers: 1, maxBatchSize: 10 }) - 12) < 1e-9, "alone: a batch of one");
+    assert.equal(retryAfter(150, 0, 200), undefined);
+    assert.equal(retryAfter(150, 0, 100), 1);
+    assert.equal(retryAfter(5000, 0, 1500), 4);
+  });
+});
+
+describe("admission by predicted latency under a BatchQueue", () => {
+  test("a request predicted to miss its deadline is refused at once with 429 and Retry-After; others carry their prediction", () => {
+    const q = setUp({ predictAdmission: true }, { maxBatchSize: 4, maxWaitMs: 0 });
+    // Teach it 20 ms a batch of 4 (5 ms an item, proportional).
+    for (let i = 0; i < MIN_BATCHES; i++) q.queue.landed([q.task(`warm${i}`)].concat([1, 2, 3].map((j) => q.task(`w${i}-${j}`))), 20);
+    for (let i = 0; i < 20; i++) assert.equal(q.queue.admit(q.task(`a${i}`, 1000)), undefined);
+    // 20 ahead + itself: 6 rounds of 20 ms = 120 ms, past a deadline of 100 ms.
+    const refused = q.queue.admit(q.task("late", 100));
+    assert.equal(refused?.status, 429);
+    assert.equal(refused?.retryAfterS, 1);
+    assert.match(refused!.publicMessage, /^too many requests: stage Test_1 would answer in about 120 ms, after the request's deadline$/);
+    assert.deepEqual(q.counted, ["shed"]);
+    assert.equal(q.queue.admit(q.task("fits", 200)), undefined);
+    assert.equal(q.queue.queued, 21);
+    // The prediction and the real figure, once its batch is back.
+    const batch = q.queue.next()!;
+    q.clock.now = 25;
+    q.queue.landed(batch, 25);
+    // Each was predicted with those ahead of it when it came: alone a batch of one (5 ms), then 2, 3 and 4.
+    assert.deepEqual(q.predicted, [[5, 25], [10, 25], [15, 25], [20, 25]]);
+  });
+
+  test("a queue that predicts never sends a task its batch cannot finish in time for: 408, never computed", () => {
+    const q = setUp({ predictAdmission: true }, { maxBatchSize: 4, maxWaitMs: 0 });
+    for (let i = 0; i < MIN_BATCHES; i++) q.queue.landed([q.task(`w${i}`)], 20);
+    q.queue.admit(q.task("tight", 30));
+    q.queue.admit(q.task("roomy", 1000));
+    q.clock.now = 15;
+    // 15 ms left of "tight", and a batch of 2 takes about 40.
+    assert.deepEqual(q.queue.next()!.map((t) => t.payload), ["roomy"]);
+    assert.equal(q.answers.get("tight")?.status, 408);
+    assert.deepEqual(q.counted, ["expired"]);
+  });
+
+  test("while no worker is up it is a 503; a queue that does not predict, or has not learnt yet, admits", () => {
+    const q = setUp({ predictAdmission: true }, { maxBatchSize: 1, maxWaitMs: 0 }, () => 0);
+    for (let i = 0; i < MIN_BATCHES; i++) q.queue.landed([q.task(`w${i}`)], 50);
+    q.queue.admit(q.task("a"));
+    assert.equal(q.queue.admit(q.task("b", 60))?.status, 503);
+    const plain = setUp({}, { maxBatchSize: 1, maxWaitMs: 0 });
+    for (let i = 0; i < MIN_BATCHES; i++) plain.queue.landed([plain.task(`w${i}`)], 50);
+    for (let i = 0; i < 5; i++) assert.equal(plain.queue.admit(plain.task(`p${i}`, 60)), undefined);
+    const fresh = setUp({ predictAdmission: true }, { maxBatchSize: 1, maxWaitMs: 0 });
+    for (let i = 0; i < 5; i++) assert.equal(fresh.queue.admit(fresh.task(`f${i}`, 1)), undefined);
+  });
+});
+
+describe("adaptive batching", () => {
+  test("the target is the smallest batch that keeps up with arrivals, rounded up to a preferred size", () => {
+    const model = fitted(10, 2);
+    // At 0.2 an ms (a tenth to spare: 0.22): n ≥ 0.22 (10 + 2n) → n ≥ 2.2/0.56 → 4.
+    assert.equal(targetBatch(model, { queued: 0, ratePerMs: 0.2, maxBatchSize: 32, preferred: [] }), 4);
+    assert.equal(targetBatch(model, { queued: 0, ratePerMs: 0.2, maxBatchSize: 32, preferred: [8, 16] }), 8);
+    assert.equal(targetBatch(model, { queued: 0, ratePerMs: 0.01, maxBatchSize: 32, preferred: [] }), 1, "light load: no batching needed");
+    assert.equal(targetBatch(model, { queued: 0, ratePerMs: 1, maxBatchSize: 32, preferred: [] }), 32, "more than a worker can ever take: the largest batch");
+  });
+
+  test("the wait is the time the target takes to arrive, at most one full batch's forward time; 0 before the model is ready", () => {
+    const model = fitted(10, 2);
+    assert.equal(autoWaitMs(model, { queued: 1, ratePerMs: 0.2, maxBatchSize: 32, preferred: [] }), 15);
+    assert.equal(autoWaitMs(model, { queued: 4, ratePerMs: 0.2, maxBatchSize: 32, preferred: [] }), 0);
+    assert.equal(autoWaitMs(model, { queued: 1, ratePerMs: 0.2, maxBatchSize: 32, preferred: [32] }), model.forwardMs(32), "31 more would take 155 ms");
+    assert.equal(autoWaitMs(new LatencyModel(), { queued: 1, ratePerMs: 0.2, maxBatchSize: 32, preferred: [] }), 0);
+  });
+
+  test("arrivals per ms follow the gaps, and a silence lowers them", () => {
+    const rate = new ArrivalRate();
+    assert.equal(rate.perMs(0), 0);
+    for (let t = 0; t <= 100; t += 5) rate.arrived(t);
+    assert.ok(Math.abs(rate.perMs(100) - 0.2) < 1e-9);
+    assert.ok(rate.perMs(150) <= 1 / 50 + 1e-9);
+  });
+
+  test("a preferred size that is queued leaves at once; below the smallest, the wait decides", () => {
+    const policy: BatchPolicy = { maxBatchSize: 16, maxWaitMs: 10, preferredBatchSize: [4, 8] };
+    assert.deepEqual(decideBatch(5, 0, 0, policy), { send: 4 });
+    assert.deepEqual(decideBatch(9, 0, 0, policy), { send: 8 });
+    assert.deepEqual(decideBatch(3, 0, 0, policy), { wakeAt: 10 });
+    assert.deepEqual(decideBatch(3, 0, 0, policy, 2), { wakeAt: 2 }, "the wait auto chose");
+  });
+
+  test("under a BatchQueue, maxWaitMs auto waits what the model says and shows it", () => {
+    const q = setUp({}, { maxBatchSize: 32, maxWaitMs: "auto" });
+    for (let i = 0; i < MIN_BATCHES; i++) q.queue.landed(Array.from({ length: 2 ** i }, (_, j) => q.task(`w${i}-${j}`)), 10 + 2 * 2 ** i);
+    // Arrivals every 5 ms: 0.2 an ms.
+    for (let t = 0; t < 100; t += 5) {
+      q.clock.now = t;
+      q.queue.admit(q.task(`a${t}`));
+      q.queue.next();
+    }
+    assert.ok(q.waits.length > 0 && q.waits.every((ms) => ms >= 0 && ms <= 74), `waits ${q.waits}`);
+    assert.ok(q.waits.some((ms) => ms > 0), "it waited for a batch to fill");
+    // A head with 50 ms to live: a full batch takes 74, so the batch leaves at once.
+    q.queue.drain();
+    q.waits.length = 0;
+    q.queue.admit(q.task("urgent", 50));
+    assert.ok(q.queue.next() !== undefined, "it left at once");
+    assert.deepEqual(q.waits, [0]);
+  });
+});
+
+describe("cost-aware batching", () => {
+  test("a batch holds what its cost budget takes, the first item whatever its cost; a queue holding the budget leaves at once", () => {
+    const q = setUp({}, { maxBatchSize: 8, maxWaitMs: 1000, maxBatchCost: 100 });
+    const sized = (name: string, bytes: number) => {
+      const t = q.task(name);
+      t.payload = new Uint8Array(bytes);
+      return t;
+    };
+    for (const [name, bytes] of [["a", 60], ["b", 30], ["c", 30], ["d", 10], ["e", 250]] as const) q.queue.admit(sized(name, bytes));
+    const sizes = () => q.queue.next()?.map((t) => (t.payload as Uint8Array).byteLength);
+    assert.deepEqual(sizes(), [60, 30], "full by cost: it left at once, long before maxWaitMs");
+    assert.deepEqual(sizes(), [30, 10]);
+    assert.deepEqual(sizes(), [250], "one item over the budget still goes, alone");
+    q.queue.admit(sized("f", 20));
+    assert.equal(q.queue.next(), undefined, "20 of 100: a partial batch waits");
+  });
+
+  test("sizeOf gives the cost; one that is not a number above 0 counts 1", () => {
+    const clock = { now: 0 };
+    const queue = new BatchQueue({ policy: { maxBatchSize: 8, maxWaitMs: 0, maxBatchCost: 3 }, capacity: 100, owner: "stage T_1", order: queueOrderOf({}), wake: () => {}, waited: () => {}, now: () => clock.now, sizeOf: (item) => (item as { tokens: number }).tokens });
+    const reply: Reply = { send: () => {}, fail: () => {}, chunk: () => {}, end: () => {}, release: () => {} };
+    for (const tokens of [2, -1, 1, 2]) queue.admit(new Task([], { requestId: "x", headers: {}, deadline: 0, route: "/" }, 1000, { tokens }, undefined, reply));
+    assert.deepEqual(queue.next()!.map((t) => t.cost), [2, 1]);
+    assert.deepEqual(queue.next()!.map((t) => t.cost), [1, 2]);
+  });
+});
+
+describe("fair sharing between tenants", () => {
+  test("the share with the least virtual time goes next; one idle comes back at the level's time, not before", () => {
+    const a = { weight: 3, virtual: 0 };
+    const b = { weight: 1, virtual: 0 };
+    const picks: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const share = [a, b][pickShare([a, b])]!;
+      charge(share, 1);
+      picks.push(share === a ? "a" : "b");
+    }
+    assert.deepEqual(picks.filter((p) => p === "a").length, 6);
+    const idle = { weight: 1, virtual: 0 };
+    activate(idle, 5);
+    assert.equal(idle.virtual, 5);
+  });
+
+  test("tenant keys: named ones and the first maxTenants others; the rest share 'other'; none is 'default'", () => {
+    const keys = new TenantKeys({ gold: 3 }, 2);
+    assert.deepEqual(["gold", "x", "y", "z", "x", ""].map((t) => keys.key(t)), ["gold", "x", "y", "other", "x", "default"]);
+    assert.equal(keys.weight("gold"), 3);
+    assert.equal(keys.weight("x"), 1);
+  });
+
+  test("two tenants of weights 3:1 with deep queues share batches 3:1, within a level, and are counted", () => {
+    const q = setUp({ tenantWeights: { a: 3, b: 1 } }, { maxBatchSize: 4, maxWaitMs: 0 });
+    for (let i = 0; i < 200; i++) {
+      q.queue.admit(q.task(`a${i}`, 10_000, "a"));
+      q.queue.admit(q.task(`b${i}`, 10_000, "b"));
+    }
+    const served: string[] = [];
+    for (let i = 0; i < 25; i++) served.push(...q.queue.next()!.map((t) => t.tenant));
+    assert.equal(served.filter((t) => t === "a").length, 75);
+    assert.equal(served.filter((t) => t === "b").length, 25);
+    assert.equal(q.tenants.filter(([t, o]) => t === "a" && o === "served").length, 75);
+    assert.equal(q.tenants.filter(([t, o]) => t === "b" && o === "queued").length, 200);
+  });
+
+  test("fairness is inside each priority level: a higher level still goes first", () => {
+    const q = setUp({ priorityLevels: 2, tenantWeights: {} }, { maxBatchSize: 1, maxWaitMs: 0 });
+    for (let i = 0; i < 3; i++) q.queue.admit(q.task(`low${i}`, 10_000, "a"));
+    const high = q.task("high", 10_000, "b");
+    high.priority = 1;
+    q.queue.admit(high);
+    assert.equal(q.queue.next()![0]!.payload, "high");
+  });
+
+  test("where a request names its tenant: a header, a V2 parameter (else the header), an API key never shown", () => {
+    const headers: Record<string, string> = { "x-tenant": " acme ", authorization: "Bearer s3cret" };
+    const header = (name: string) => headers[name];
+    assert.equal(tenantOf(parseTenantKey("header:X-Tenant"), header), "acme");
+    assert.equal(tenantOf(parseTenantKey("parameter:x-tenant"), header, () => "from-param"), "from-param");
+    assert.equal(tenantOf(parseTenantKey("parameter:x-tenant"), header, () => undefined), "acme");
+    const key = tenantOf(parseTenantKey("api-key"), header);
+    assert.match(key, /^key-[0-9a-f]{12}$/);
+    assert.ok(!key.includes("s3cret"));
+    assert.equal(tenantOf(parseTenantKey("header:x-none"), header), "");
+    assert.throws(() => parseTenantKey("cookie:x"), /expected header:NAME, parameter:NAME or api-key/);
+  });
+});
+
+describe("the response cache", () => {
+  const answer = (bytes: number) => ({ body: new Uint8Array(bytes), contentType: "application/json", headers: undefined });
+
+  test("bounded in bytes, the least recently used leaves first; one larger than the whole is not kept", () => {
+    const cache = new ResponseCache(3 * (1000 + 256));
+    cache.set("a", answer(1000));
+    cache.set("b", answer(1000));
+    cache.set("c", answer(1000));
+    assert.ok(cache.get("a") !== undefined, "a is now the most recently used");
+    cache.set("d", answer(1000));
+    assert.equal(cache.get("b"), undefined, "b was the least recently used");
+    assert.ok(cache.get("a") && cache.get("c") && cache.get("d"));
+    assert.equal(cache.bytes, 3 * 1256);
+    cache.set("huge", answer(10_000));
+    assert.equal(cache.get("huge"), undefined);
+    assert.equal(cache.bytes, 3 * 1256);
+  });
+
+  test("the key changes with each part, and parts cannot run together; no-cache and no-store turn it off", () => {
+    const body = new TextEncoder().encode('{"x":1}');
+    const base = cacheKey("/r", "v1", "application/json", undefined, body);
+    assert.equal(cacheKey("/r", "v1", "application/json", undefined, body), base);
+    for (const other of [cacheKey("/s", "v1", "application/json", undefined, body), cacheKey("/r", "v2", "application/json", undefined, body), cacheKey("/r", "v1", "text/plain", undefined, body), cacheKey("/r", "v1", "application/json", "a=1", body), cacheKey("/r", "v1", "application/json", undefined, new TextEncoder().encode('{"x":2}'))]) assert.notEqual(other, base);
+    assert.notEqual(cacheKey("/ab", "", undefined, undefined, body), cacheKey("/a", "b", undefined, undefined, body));
+    assert.equal(cacheAllowed(undefined), true);
+    assert.equal(cacheAllowed("max-age=0"), true);
+    assert.equal(cacheAllowed("no-cache"), false);
+    assert.equal(cacheAllowed("private, no-store"), false);
+  });
+});
