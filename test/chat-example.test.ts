@@ -31,7 +31,7 @@ describe("examples/chat/server.ts: SmolLM2 on llama.cpp behind the OpenAI API", 
   before(async () => {
     // One sequence: a request that did not free its sequence would hold up the next one. The
     // machine may be busy: a first token gets more than the default 3 s.
-    server = await startServer("examples/chat/server.ts", { args: ["--timeout", "30000"], env: { SEQUENCES: "1", THREADS: "2", CONTEXT_SIZE: "1024" }, startTimeoutMs: 60_000 });
+    server = await startServer("examples/chat/server.ts", { args: ["--timeout", "30000"], env: { SEQUENCES: "1", THREADS: "1", CONTEXT_SIZE: "1024" }, startTimeoutMs: 60_000 });
     client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
   });
   after(() => server?.stop());
@@ -139,7 +139,7 @@ describe('the model repository\'s "llama" runtime: a .gguf file as a V2 model', 
 
   before(async () => {
     const gguf = join(modelsDir(), "smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf");
-    repo.settings("smol", { name: "smol", runtime: "llama", maxBatchSize: 2, parameters: { contextSize: 256, threads: 2 } });
+    repo.settings("smol", { name: "smol", runtime: "llama", maxBatchSize: 2, parameters: { contextSize: 256, threads: 1 } });
     const file = join(repo.dir, "smol", "smol.gguf");
     try {
       linkSync(gguf, file);

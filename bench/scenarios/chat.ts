@@ -34,7 +34,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const maxBatch = number(values["max-batch"], 16);
   const minTokens = number(values["min-tokens"], 8);
   const maxTokens = number(values["max-tokens"], 64);
-  const threads = number(values.threads, 2);
+  const threads = number(values.threads, 1);
   const seed = number(values.seed, 1);
   const { built, dir } = await ensureModel("smollm2");
   if (built) log(`fetched SmolLM2 into ${dir}`);
@@ -107,7 +107,7 @@ export const scenario: Scenario = {
     "max-batch <n>": "most sequences generating at once, both batching modes (default 16)",
     "min-tokens <n>": "shortest generation asked for (default 8)",
     "max-tokens <n>": "longest generation asked for (default 64)",
-    "threads <n>": "llama.cpp threads of the worker (default 2)",
+    "threads <n>": "llama.cpp threads of the worker (default 1: on a shared machine more threads than free cores make llama.cpp spin)",
     "seed <n>": "seed of the lengths (default 1)",
   },
   run,
