@@ -149,6 +149,23 @@ test("npm run bench -- generate runs both batchings and writes its results", () 
   for (const file of ["generate.md", "generate-tokens.svg", "generate-ttft.svg"]) assert.ok(existsSync(join(dir, file)), `${file} written`);
 });
 
+// The chat scenario serves the real SmolLM2 (npm run models -- smollm2) three ways, with the
+// generate scenario's client; where the model is not made and CI does not require it, say so.
+const smollm2 = existsSync(join(modelsDir(), "smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")) || process.env.SHOAL_REQUIRE_MODELS ? false : "the smollm2 model is not made (npm run models -- smollm2): the chat benchmark is not smoke-tested";
+test("npm run bench -- chat runs the three modes on SmolLM2 and writes its results", { skip: RAN_ONCE ?? smollm2 }, () => {
+  const dir = join(results, "chat");
+  const args = ["--import", "tsx", "bench/run.ts", "chat", "--connections", "2", "--min-tokens", "2", "--max-tokens", "4", "--duration", "2", "--rounds", "1", "--warmup", "1", "--results-dir", dir];
+  const run = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", timeout: 180_000 });
+  assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
+  const data = JSON.parse(readFileSync(join(dir, "chat.json"), "utf8")) as { rows: { mode: string; connections: number; tokensPerSec: number; ttftP50: number; itlP50: number; errors: number }[] };
+  assert.deepEqual(data.rows.map((r) => `${r.mode} ${r.connections}`), ["continuous 2", "request 2", "one 2"]);
+  for (const row of data.rows) {
+    assert.ok(row.tokensPerSec > 0 && row.ttftP50 > 0 && Number.isFinite(row.itlP50), `${row.mode}: tokens streamed, their gaps measured`);
+    assert.equal(row.errors, 0);
+  }
+  for (const file of ["chat.md", "chat-tokens.svg", "chat-ttft.svg"]) assert.ok(existsSync(join(dir, file)), `${file} written`);
+});
+
 // The gRPC scenario brings its own load generator: it needs no wrk.
 describe("benchmark smoke test: grpc (Shoal side only)", { skip: RAN_ONCE ?? false }, () => {
   test("npm run bench -- grpc --servers shoal-json,shoal-binary,shoal-grpc writes its results", () => {

@@ -11,25 +11,13 @@ import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { Client, outputOf } from "shoal/client";
 import { MiniLmTokenizer, MAX_TOKENS } from "../examples/embeddings/minilm.js";
-import { ensureModel } from "../scripts/models/ensure-model.js";
 import { modelsDir } from "../scripts/models/models-dir.js";
-import { post, startServer, waitFor, type ServerProcess } from "./helpers.js";
+import { modelUnavailable, post, startServer, waitFor, type ServerProcess } from "./helpers.js";
 import { batchSizes } from "./onnx-helpers.js";
 
 const MODEL = "all-MiniLM-L6-v2";
 
-/** Why the model cannot be had here, or undefined when it is made (or was already). */
-async function unavailable(): Promise<string | undefined> {
-  try {
-    await ensureModel("minilm");
-    return undefined;
-  } catch (err) {
-    if (process.env.SHOAL_REQUIRE_MODELS) throw err;
-    return `the minilm model cannot be made here (set SHOAL_REQUIRE_MODELS to fail instead): ${(err as Error).message.split("\n")[0]}`;
-  }
-}
-
-const skip = await unavailable();
+const skip = await modelUnavailable("minilm");
 
 const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let dot = 0;

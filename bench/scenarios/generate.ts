@@ -17,9 +17,7 @@ import { join } from "node:path";
 import { gitState, machineInfo } from "../lib/machine.js";
 import { fmtInt, markdownTable, reportHeader, writeResults } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
-import { freePort, startServer } from "../lib/server.js";
-import { median, percentile } from "../lib/stats.js";
-import { lengths, streamLoad, type StreamPoint } from "../lib/stream-load.js";
+import { lengths, list, number, streamSweep, type StreamRow } from "../lib/stream-load.js";
 import { lineChart } from "../../src/bench/svg.js";
 
 export const defaults = { duration: 10, rounds: 3, warmup: 3 };
@@ -27,28 +25,10 @@ export const defaults = { duration: 10, rounds: 3, warmup: 3 };
 const MODES = ["continuous", "request"] as const;
 type Mode = (typeof MODES)[number];
 
-interface Row {
-  mode: Mode;
-  connections: number;
-  tokensPerSec: number;
-  requestsPerSec: number;
-  ttftP50: number;
-  ttftP99: number;
-  latencyP50: number;
-  latencyP99: number;
-  errors: number;
-}
-
-function list(value: string | boolean | undefined, fallback: number[]): number[] {
-  return typeof value === "string" ? value.split(",").map(Number).filter((n) => Number.isInteger(n) && n > 0) : fallback;
-}
-
-function number(value: string | boolean | undefined, fallback: number): number {
-  return typeof value === "string" && Number(value) > 0 ? Number(value) : fallback;
-}
+type Row = StreamRow<Mode>;
 
 async function run(ctx: ScenarioContext): Promise<void> {
-  const { values, common, root, log } = ctx;
+  const { values, root, log } = ctx;
   const connections = list(values.connections, [1, 8, 32, 64]);
   const maxBatch = number(values["max-batch"], 16);
   const minTokens = number(values["min-tokens"], 8);
@@ -62,50 +42,23 @@ async function run(ctx: ScenarioContext): Promise<void> {
       await makeTinyGpt(dir);
       log(`made the tiny decoder in ${dir}`);
     }
-    const points = new Map<string, StreamPoint[]>();
-    for (let round = 0; round < common.rounds; round++) {
-      // Alternate which mode goes first, so that neither always runs on a machine warmed by the other.
-      for (const mode of round % 2 === 0 ? MODES : [...MODES].reverse()) {
-        const port = await freePort();
-        const server = await startServer({
-          name: mode,
-          script: "bench/servers/shoal-generate.ts",
-          args: ["--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--stream-timeout", "600000", "--timeout", "120000", "--capacity", "100000"],
-          port,
-          cwd: root,
-          env: { BENCH_BATCHING: mode, BENCH_MAX_BATCH: String(maxBatch), BENCH_MODEL: model, MODEL_DIR: dir },
-          probe: { path: "/generate", body: JSON.stringify({ prompt: "hello", max_tokens: 2 }) },
-          startTimeoutMs: 60_000,
-        });
-        try {
-          for (const c of connections) {
-            const next = lengths(seed + round, minTokens, maxTokens);
-            const point = await streamLoad(port, "/generate", c, common.warmupSec, common.durationSec, next, (length) => JSON.stringify({ prompt: "fish swim in shoals", max_tokens: length, temperature: 0, ignore_eos: true }));
-            const key = `${mode}/${c}`;
-            points.set(key, [...(points.get(key) ?? []), point]);
-            log(`round ${round + 1} ${mode} ${c} clients: ${fmtInt(point.tokens / point.seconds)} tokens/s, ${(point.requests / point.seconds).toFixed(1)} req/s, first token p50 ${percentile(point.ttft, 50).toFixed(1)} ms p99 ${percentile(point.ttft, 99).toFixed(1)} ms, ${point.errors} errors`);
-          }
-        } finally {
-          await server.stop();
-        }
-      }
-    }
-    const rows: Row[] = MODES.flatMap((mode) =>
-      connections.map((c) => {
-        const ps = points.get(`${mode}/${c}`) ?? [];
-        return {
-          mode,
-          connections: c,
-          tokensPerSec: median(ps.map((p) => p.tokens / p.seconds)),
-          requestsPerSec: median(ps.map((p) => p.requests / p.seconds)),
-          ttftP50: median(ps.map((p) => percentile(p.ttft, 50))),
-          ttftP99: median(ps.map((p) => percentile(p.ttft, 99))),
-          latencyP50: median(ps.map((p) => percentile(p.latency, 50))),
-          latencyP99: median(ps.map((p) => percentile(p.latency, 99))),
-          errors: ps.reduce((n, p) => n + p.errors, 0),
-        };
+    const rows = await streamSweep(ctx, {
+      modes: MODES,
+      connections,
+      path: "/generate",
+      server: (mode, port) => ({
+        name: mode,
+        script: "bench/servers/shoal-generate.ts",
+        args: ["--port", "{port}", "--address", "127.0.0.1", "--log-level", "warn", "--stream-timeout", "600000", "--timeout", "120000", "--capacity", "100000"],
+        port,
+        cwd: root,
+        env: { BENCH_BATCHING: mode, BENCH_MAX_BATCH: String(maxBatch), BENCH_MODEL: model, MODEL_DIR: dir },
+        probe: { path: "/generate", body: JSON.stringify({ prompt: "hello", max_tokens: 2 }) },
+        startTimeoutMs: 60_000,
       }),
-    );
+      lengths: (round) => lengths(seed + round, minTokens, maxTokens),
+      body: (length) => JSON.stringify({ prompt: "fish swim in shoals", max_tokens: length, temperature: 0, ignore_eos: true }),
+    });
     report(ctx, rows, { connections, maxBatch, minTokens, maxTokens, model });
   } finally {
     rmSync(dir, { recursive: true, force: true });

