@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
+import { BATCH_BUCKETS, LATENCY_BUCKETS } from "./metrics/buckets.js";
 
 /** Server-wide settings: CLI flags, then `SHOAL_*` environment variables, then defaults. */
 export interface ServerConfig {
@@ -29,6 +30,10 @@ export interface ServerConfig {
   logFormat: "json" | "pretty";
   /** Prefix of every Prometheus metric name. */
   namespace: string;
+  /** Upper bounds of the duration histograms' buckets, in seconds, ascending. */
+  latencyBuckets: number[];
+  /** Upper bounds of the batch-size histograms' buckets, ascending. */
+  batchSizeBuckets: number[];
   /** Start one worker per stage, run each route's example through its pipeline, report, exit. */
   dryRun: boolean;
   /** A model repository folder to serve with the V2 protocol, besides models added in code. */
@@ -120,6 +125,13 @@ function modelName(value: string): string {
   return value;
 }
 
+// Bucket bounds: positive numbers, comma-separated, rising.
+function bucketList(value: string): number[] {
+  const bounds = value.split(",").map((b) => Number(b.trim()));
+  if (bounds.some((b, i) => !Number.isFinite(b) || b <= 0 || (i > 0 && b <= bounds[i - 1]!))) throw new InvalidArgumentError("expected positive numbers, comma-separated and rising, such as 0.01,0.1,1");
+  return bounds;
+}
+
 function metricPrefix(value: string): string {
   if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(value)) throw new InvalidArgumentError("expected letters, digits and underscores, not starting with a digit");
   return value;
@@ -145,6 +157,8 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--log-format <format>", "json, or pretty for readable lines").env("SHOAL_LOG_FORMAT").choices(["json", "pretty"]).default(defaults.logFormat),
     new Option("--dry-run", "start one worker per stage, send each route's example through its pipeline, load every model once, print timings and exit").env("SHOAL_DRY_RUN").default(defaults.dryRun),
     new Option("--namespace <prefix>", "prefix of every Prometheus metric name").env("SHOAL_NAMESPACE").argParser(metricPrefix).default(defaults.namespace),
+    new Option("--latency-buckets <seconds>", "upper bounds of the buckets of every duration histogram, comma-separated, in seconds").env("SHOAL_LATENCY_BUCKETS").argParser(bucketList).default(defaults.latencyBuckets, defaults.latencyBuckets.join(",")),
+    new Option("--batch-size-buckets <sizes>", "upper bounds of the buckets of every batch-size histogram, comma-separated").env("SHOAL_BATCH_SIZE_BUCKETS").argParser(bucketList).default(defaults.batchSizeBuckets, defaults.batchSizeBuckets.join(",")),
     new Option("--model-repository <dir>", "serve every model of this folder with the V2 protocol").env("SHOAL_MODEL_REPOSITORY").default(defaults.modelRepository),
     new Option("--model-name <name>", "the model's name when --model-repository is itself one model's folder (default: its settings' name, else the folder's name)").env("SHOAL_MODEL_NAME").argParser(modelName).default(defaults.modelName),
     new Option("--workers <n>", "workers of the shared pool that hosts the models").env("SHOAL_WORKERS").argParser(integer(1)).default(defaults.workers),
@@ -192,6 +206,8 @@ export function defaultConfig(): ServerConfig {
     logLevel: "info",
     logFormat: process.stdout.isTTY ? "pretty" : "json",
     namespace: "shoal",
+    latencyBuckets: [...LATENCY_BUCKETS],
+    batchSizeBuckets: [...BATCH_BUCKETS],
     dryRun: false,
     modelRepository: undefined,
     modelName: undefined,
@@ -252,6 +268,8 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     logLevel: o.logLevel,
     logFormat: o.logFormat,
     namespace: o.namespace,
+    latencyBuckets: o.latencyBuckets,
+    batchSizeBuckets: o.batchSizeBuckets,
     dryRun: Boolean(o.dryRun),
     modelRepository: o.modelRepository,
     modelName: o.modelName,

@@ -68,10 +68,10 @@ export async function startServer(declared: Declared, config: ServerConfig, logg
   const metrics: Metrics = new Metrics(config.namespace, {
     stages: (): readonly Stage[] => stages,
     pools: () => health.gauges(),
-    models: () => modelPool?.versions().map((m) => ({ name: m.label, queued: m.queued, liveWorkers: m.liveWorkers })) ?? [],
+    models: () => modelPool?.versions().map((m) => ({ name: m.label, queued: m.queued, behindMs: m.behindMs, liveWorkers: m.liveWorkers })) ?? [],
     inFlight: () => admission.inFlight,
     bytesInFlight: () => admission.bytesInFlight,
-  });
+  }, { latency: config.latencyBuckets, batchSize: config.batchSizeBuckets });
   const { stages, routes } = build(declared, config, logger, metrics, restarts);
   const modelPool = models === undefined ? undefined : sharedPool(config, logger, metrics, restarts);
   const docs = new ApiDocs();

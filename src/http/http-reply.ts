@@ -181,7 +181,7 @@ export class HttpReply implements Reply {
 
   #answered(status: number, bytesOut: number, ms: number): void {
     const { metrics, accessLog: log } = this.parts;
-    metrics.answered(this.path, status, ms, "http");
+    metrics.answered(this.path, status, ms, "http", this.task);
     if (log?.sampled()) {
       const { task } = this;
       log.write(this.res.req, { requestId: this.requestId, status, durationMs: ms, bytesIn: this.bytesIn, bytesOut, route: this.path, steps: task.steps, task });

@@ -185,6 +185,11 @@ export class ModelVersion implements Step {
     return this.queue.queued;
   }
 
+  /** How long the next item to leave its queue has waited, in ms. */
+  get behindMs(): number {
+    return this.queue.behindMs;
+  }
+
   /** Workers that hold its current instance. */
   get liveWorkers(): number {
     return this.current?.workers.size ?? 0;

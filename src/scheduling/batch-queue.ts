@@ -42,6 +42,9 @@ export class BatchQueue {
   readonly #queue: QueueOrder<Task>;
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Infinity;
+  // When a free worker first found the head's batch not yet full (Infinity: none has since the
+  // last batch left): what the batch's tasks waited from then on is their batch-fill wait.
+  #fillFrom = Infinity;
   // The order's own timeouts, when it has some (a priority order's queue timeouts).
   #expiry: NodeJS.Timeout | undefined;
   #expiryAt = Infinity;
@@ -71,6 +74,12 @@ export class BatchQueue {
   /** Tasks waiting: what capacity counts. */
   get queued(): number {
     return this.#queue.length;
+  }
+
+  /** How long the next task to leave has waited, in ms (0: none waits): how far behind the queue is. */
+  get behindMs(): number {
+    const head = this.#queue.peek();
+    return head === undefined ? 0 : this.now() - head.enqueuedAt;
   }
 
   /**
@@ -114,6 +123,7 @@ export class BatchQueue {
     const now = this.now();
     const decision = decideBatch(this.#queue.length, head.enqueuedAt, now, this.policy);
     if ("wakeAt" in decision) {
+      if (this.#fillFrom === Infinity) this.#fillFrom = now;
       this.#wakeAt(decision.wakeAt, now);
       return undefined;
     }
@@ -124,6 +134,7 @@ export class BatchQueue {
   drain(): Task[] {
     const tasks: Task[] = [];
     const now = this.now();
+    this.#fillFrom = Infinity;
     for (let task = this.#queue.shift(); task !== undefined; task = this.#queue.shift()) {
       task.queuedIn = null;
       task.queueMs += now - task.enqueuedAt;
@@ -134,6 +145,8 @@ export class BatchQueue {
 
   #take(count: number, now: number): Task[] {
     const tasks: Task[] = [];
+    const fillFrom = this.#fillFrom;
+    this.#fillFrom = Infinity;
     while (tasks.length < count) {
       const task = this.#queue.shift();
       if (task === undefined) break;
@@ -145,6 +158,8 @@ export class BatchQueue {
         task.fail(new ShoalError("TIMEOUT", "the deadline passed while the request was queued"));
         continue;
       }
+      // A task that came after the worker began to wait waited for the fill since it came.
+      if (fillFrom < now) task.fillMs += now - Math.max(fillFrom, task.enqueuedAt);
       this.waited(waited);
       tasks.push(task);
     }

@@ -111,6 +111,11 @@ export class Stage implements Step, Chooser, Delivery {
     return this.#queue.queued;
   }
 
+  /** How long the next item to leave its queue has waited, in ms. */
+  get behindMs(): number {
+    return this.#queue.behindMs;
+  }
+
   /** Workers started and alive. */
   get liveWorkers(): number {
     return this.pool.live;

@@ -62,6 +62,8 @@ export class Task {
   trace: { stage: string; ms: number }[] | undefined;
   /** Time spent in queues so far, every step's together, in ms. */
   queueMs = 0;
+  /** The part of `queueMs` spent held back for its batch to fill while a worker was free, in ms. */
+  fillMs = 0;
   /** Time its batches spent at workers so far (round trip included), every step's together, in ms. */
   forwardMs = 0;
   /** The size of the last batch it was sent in (0: never sent). */
