@@ -68,6 +68,22 @@ describe("latency by phase", () => {
     await waitForMetric(server.url, "shoal_stage_batch_size_count", { stage: "Slow_1" }, (n) => n === 2);
     const fifth = post(`${server.url}/slow`, {});
     await waitForMetric(server.url, "shoal_queue_behind_seconds", { stage: "Slow_1" }, (s) => s >= 0.05);
+    // What a gateway reads meanwhile: four running, one queued (the Inference Extension's gauges), and ORCA's load report.
+    const scrape = (await send(`${server.url}/metrics`)).text;
+    assert.equal(sample(scrape, "shoal_stage_running", { stage: "Slow_1" }), 4);
+    assert.equal(sample(scrape, "shoal_stage_queue_depth", { stage: "Slow_1" }), 1);
+    const json = await post(`${server.url}/now`, {}, { "endpoint-load-metrics-format": "JSON" });
+    assert.equal(json.status, 200, json.text);
+    const report = json.headers.get("endpoint-load-metrics")!;
+    assert.match(report, /^JSON \{/);
+    const named = (JSON.parse(report.slice(5)) as { named_metrics: Record<string, number> }).named_metrics;
+    assert.deepEqual({ ...named, queue_behind_seconds: undefined }, { queued_requests: 1, running_requests: 4, in_flight_requests: 6, queue_behind_seconds: undefined });
+    assert.ok(named.queue_behind_seconds! >= 0.05 && named.queue_behind_seconds! < 2, report);
+    const text = (await post(`${server.url}/now`, {}, { "endpoint-load-metrics-format": "text" })).headers.get("endpoint-load-metrics")!;
+    assert.match(text, /^TEXT named_metrics\.queued_requests=1, named_metrics\.running_requests=4, named_metrics\.in_flight_requests=6, named_metrics\.queue_behind_seconds=0\.\d+$/);
+    // Asked for no report, or a form Shoal does not write (ORCA's binary one), an answer has none.
+    assert.equal((await post(`${server.url}/now`, {})).headers.get("endpoint-load-metrics"), null);
+    assert.equal((await post(`${server.url}/now`, {}, { "endpoint-load-metrics-format": "BIN" })).headers.get("endpoint-load-metrics"), null);
     const replies = await Promise.all([...four, fifth]);
     assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 200, 200]);
     assert.deepEqual(replies.map((r) => (r.json as { batch: number }).batch), [4, 4, 4, 4, 1]);

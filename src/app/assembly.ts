@@ -68,7 +68,7 @@ export async function startServer(declared: Declared, config: ServerConfig, logg
   const metrics: Metrics = new Metrics(config.namespace, {
     stages: (): readonly Stage[] => stages,
     pools: () => health.gauges(),
-    models: () => modelPool?.versions().map((m) => ({ name: m.label, queued: m.queued, behindMs: m.behindMs, liveWorkers: m.liveWorkers })) ?? [],
+    models: () => modelPool?.versions().map((m) => ({ name: m.label, queued: m.queued, behindMs: m.behindMs, running: m.running, liveWorkers: m.liveWorkers })) ?? [],
     inFlight: () => admission.inFlight,
     bytesInFlight: () => admission.bytesInFlight,
   }, { latency: config.latencyBuckets, batchSize: config.batchSizeBuckets });

@@ -8,6 +8,7 @@ import { compress, MIN_COMPRESSED_BYTES, responseEncoding } from "./compression.
 import { sendBody, sendFailure } from "./send.js";
 import { StreamReply, type StreamOptions } from "./stream-reply.js";
 import type { Metrics } from "../metrics/registry.js";
+import { LOAD_REPORT, LOAD_REPORT_FORMAT, loadReport } from "../metrics/load-report.js";
 import type { Admission } from "../serving/admission.js";
 import type { HandlerGuard } from "./guard.js";
 
@@ -80,7 +81,8 @@ export class HttpReply implements Reply {
     try {
       this.#lastIfDraining();
       const ms = performance.now() - this.arrival;
-      const head = { ...headers, "content-type": contentType, "content-length": body.byteLength, "x-request-id": this.requestId, "server-timing": serverTiming(this.task, ms) };
+      const head: Record<string, string | number> = { ...headers, "content-type": contentType, "content-length": body.byteLength, "x-request-id": this.requestId, "server-timing": serverTiming(this.task, ms) };
+      this.#reportLoad(head);
       if (sendBody(this.res, 200, head, body)) this.#answered(200, body.byteLength, ms);
     } catch (err) {
       this.#unexpected(err);
@@ -97,7 +99,9 @@ export class HttpReply implements Reply {
         return;
       }
       const ms = performance.now() - this.arrival;
-      this.#answered(error.status, sendFailure(this.res, this.requestId, error, this.dialect, { "server-timing": serverTiming(this.task, ms) }), ms);
+      const head: Record<string, string> = { "server-timing": serverTiming(this.task, ms) };
+      this.#reportLoad(head);
+      this.#answered(error.status, sendFailure(this.res, this.requestId, error, this.dialect, head), ms);
     } catch (err) {
       this.#unexpected(err);
     }
@@ -155,7 +159,9 @@ export class HttpReply implements Reply {
     clearTimeout(this.timer);
     this.#lastIfDraining();
     this.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `the stream did not end within ${options.timeoutMs} ms`)), Math.max(0, options.deadline - performance.now()));
-    this.#streaming = new StreamReply(res, task, options, this.requestId, this.arrival, this.dialect);
+    const head: Record<string, string> = {};
+    this.#reportLoad(head);
+    this.#streaming = new StreamReply(res, task, options, this.requestId, this.arrival, this.dialect, head);
     return this.#streaming;
   }
 
@@ -163,6 +169,14 @@ export class HttpReply implements Reply {
     const stream = this.#streaming!;
     stream.end(error);
     this.#answered(200, stream.bytes, performance.now() - this.arrival);
+  }
+
+  // A gateway that asks (ORCA's request header) gets the server's load in the answer's head.
+  #reportLoad(head: Record<string, string | number>): void {
+    const format = this.res.req.headers[LOAD_REPORT_FORMAT];
+    if (typeof format !== "string") return;
+    const report = loadReport(format, this.parts.metrics.load());
+    if (report !== undefined) head[LOAD_REPORT] = report;
   }
 
   // An exception while writing (a header a Worker gave that node:http refuses, a dialect's hook

@@ -87,8 +87,10 @@ export class StreamReply {
     requestId: string,
     arrival: number,
     readonly dialect: Dialect | undefined,
+    /** More headers of its head. */
+    head: Readonly<Record<string, string>>,
   ) {
-    res.writeHead(200, { "content-type": TRANSPORT_TYPES[options.transport], "cache-control": "no-cache", "x-accel-buffering": "no", "x-request-id": requestId });
+    res.writeHead(200, { ...head, "content-type": TRANSPORT_TYPES[options.transport], "cache-control": "no-cache", "x-accel-buffering": "no", "x-request-id": requestId });
     this.#lastChunkAt = performance.now();
     options.metrics.started(this.#lastChunkAt - arrival);
     this.#idle();

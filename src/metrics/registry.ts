@@ -1,6 +1,7 @@
 import { FastCounter, FastHistogram, type CounterSeries, type HistogramSeries } from "./fast-metrics.js";
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from "prom-client";
 import { BATCH_BUCKETS, LATENCY_BUCKETS, type Buckets } from "./buckets.js";
+import type { Load } from "./load-report.js";
 
 /** Where an answered request's time went, as its task kept it (a scheduling Task is one). */
 export interface Phases {
@@ -66,6 +67,8 @@ export interface QueueGauges {
   readonly queued: number;
   /** How long the next item to leave has waited, in ms (0: the queue is empty). */
   readonly behindMs: number;
+  /** Items at workers now. */
+  readonly running: number;
   readonly liveWorkers: number;
 }
 
@@ -138,9 +141,11 @@ export class Metrics {
   readonly #streamRecorders = new Map<string, StreamMetrics>();
   readonly #workers = new Map<string, WorkerSnapshot>();
   readonly #answers = new Map<string, RouteSeries>();
+  readonly #gauges: ServerGauges;
 
   constructor(namespace: string, gauges: ServerGauges, buckets: Buckets = { latency: LATENCY_BUCKETS, batchSize: BATCH_BUCKETS }) {
     const { latency: latencyBuckets, batchSize: batchBuckets } = buckets;
+    this.#gauges = gauges;
     const name = (n: string) => `${namespace}_${n}`;
     const registers = [this.registry];
     this.#requests = new FastCounter(name("requests_total"), "Requests answered, by route, status code (a gRPC answer's is the HTTP status of the same error) and protocol", ["route", "code", "protocol"], this.registry);
@@ -177,6 +182,7 @@ export class Metrics {
       });
     perQueue("stage_queue_depth", "Items waiting in the queue of a stage, or of a model version of the shared pool", (q) => q.queued);
     perQueue("queue_behind_seconds", "How long the next item to leave a stage's or a model's queue has waited: how far behind the server is (the metric to scale on, docs/observability.md)", (q) => q.behindMs / 1000);
+    perQueue("stage_running", "Items of a stage's, or of a model version's, batches at workers now: the running requests (the queued ones are stage_queue_depth)", (q) => q.running);
     perQueue("stage_live_workers", "Workers of a stage, or of the shared pool that hold a model version, started and alive", (q) => q.liveWorkers);
     new Gauge({
       name: name("stage_workers_backing_off"),
@@ -205,6 +211,19 @@ export class Metrics {
     this.#queueOutcomes = new Counter({ name: name("queue_outcomes_total"), help: "What the queue rules did to requests, by priority level (0: the queue has none): full (429 at the level's maxQueueSize), timeout (408 at its queue timeout), delayed (put behind its level), expired (408 when taken: its deadline passed, never computed)", labelNames: ["stage", "model", "level", "outcome"], registers });
     this.#requestsCancelled = new Counter({ name: name("requests_cancelled_total"), help: "Requests cancelled before their answer, by how: id (DELETE /v2/requests/{id}), grpc (the client cancelled its call)", labelNames: ["by"], registers });
     this.#requestsCancelled.labels("id").inc(0);
+  }
+
+  /** The whole server's load now, read from the same gauges as a scrape (for a load report). */
+  load(): Load {
+    const load: Load = { queued: 0, running: 0, inFlight: this.#gauges.inFlight(), behindSeconds: 0 };
+    for (const queues of [this.#gauges.stages(), this.#gauges.models()]) {
+      for (const q of queues) {
+        load.queued += q.queued;
+        load.running += q.running;
+        load.behindSeconds = Math.max(load.behindSeconds, q.behindMs / 1000);
+      }
+    }
+    return load;
   }
 
   /** `count` requests were cancelled, by id or by their gRPC call. */

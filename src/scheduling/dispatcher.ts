@@ -13,6 +13,8 @@ export type ItemSuccess = Extract<ItemResult, { ok: true }>;
 /** Where the results of a batch go: the stage, or the model version, whose queue it came from. */
 export interface Delivery {
   readonly metrics: StageMetrics;
+  /** Items of its batches at workers now (the dispatcher keeps it): its running requests. */
+  running: number;
   /** Whether each message is one batch, counted in the batch-size metric (a stage that does not batch sends several single items at once). */
   readonly batches: boolean;
   /** Fields of the log line of an unexpected error, e.g. `{ stage: "Embed_1" }`. */
@@ -74,6 +76,7 @@ export class Dispatcher {
       ...events,
       onBatchDone: (flight, result, contentType, elapsedMs) => this.#done(flight, result, contentType, elapsedMs),
       onBatchLost: (flight, error) => {
+        flight.to.running -= flight.tasks.length;
         flight.to.landed(flight, undefined);
         for (const task of flight.tasks) if (!task.settled) flight.to.failed(task, error);
       },
@@ -105,6 +108,7 @@ export class Dispatcher {
       task.transfer = undefined;
     }
     if (flight.to.batches) flight.to.metrics.batch(tasks.length);
+    flight.to.running += tasks.length;
     const message = flight.model === undefined ? { kind: "batch" as const, items } : { kind: "batch" as const, items, model: flight.model };
     const workerId = this.pool.dispatch(flight, message, transfer.length > 0 ? attached(transfer) : transfer, flight.workerId);
     // A task of several steps keeps its last batch's size and worker.
@@ -130,6 +134,7 @@ export class Dispatcher {
   #done(flight: Flight, result: ResultMessage, contentType: string, elapsedMs: number): void {
     const { tasks, to } = flight;
     to.metrics.forward(elapsedMs);
+    to.running -= tasks.length;
     to.landed(flight, elapsedMs);
     if (result.error !== undefined) {
       const error = errorFromWire(result.error);

@@ -45,6 +45,7 @@ export class Stage implements Step, Chooser, Delivery {
   readonly dispatcher: Dispatcher;
   readonly metrics: StageMetrics;
   readonly batches: boolean;
+  running = 0;
   readonly logFields: Readonly<Record<string, string>>;
   readonly stream: StreamPolicy | undefined;
   readonly gathers: boolean;
