@@ -3,6 +3,7 @@ import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/registry.js";
+import { tracer } from "../metrics/tracing.js";
 import type { Step } from "../scheduling/task.js";
 import type { RequestMeta } from "../worker.js";
 import type { AccessPolicy } from "../serving/access-policy.js";
@@ -232,6 +233,7 @@ export class HttpFront {
         ? { requestId, headers: req.headers, deadline, route: path }
         : { requestId, headers: req.headers, deadline, route: path, ...(query === undefined ? undefined : { query }), ...(v2 === undefined ? undefined : { v2 }), ...request?.meta, ...(transport === undefined ? undefined : { stream: true }) };
     const reply = new HttpReply(this.#replies, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
+    if (tracer !== undefined) reply.traced = tracer.request(req.method ?? "POST", path, arrival, headers, requestId);
     if (transport !== undefined) {
       const streamMs = config.streamTimeoutMs;
       reply.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };

@@ -9,6 +9,7 @@ import { sendBody, sendFailure } from "./send.js";
 import { StreamReply, type StreamOptions } from "./stream-reply.js";
 import type { Metrics } from "../metrics/registry.js";
 import { LOAD_REPORT, LOAD_REPORT_FORMAT, loadReport } from "../metrics/load-report.js";
+import type { RequestTrace } from "../metrics/tracing.js";
 import type { Admission } from "../serving/admission.js";
 import type { HandlerGuard } from "./guard.js";
 
@@ -36,6 +37,8 @@ export class HttpReply implements Reply {
   task!: Task;
   /** Set when its client takes a stream. */
   stream: StreamOptions | undefined;
+  /** Its span, when tracing is on and samples it. */
+  traced: RequestTrace | undefined;
   // The stream, from its first chunk on.
   #streaming: StreamReply | undefined;
   // The answer is given, or its stream ended: nothing more is written.
@@ -196,9 +199,10 @@ export class HttpReply implements Reply {
   #answered(status: number, bytesOut: number, ms: number): void {
     const { metrics, accessLog: log } = this.parts;
     metrics.answered(this.path, status, ms, "http", this.task);
+    this.traced?.end(status, this.arrival + ms);
     if (log?.sampled()) {
       const { task } = this;
-      log.write(this.res.req, { requestId: this.requestId, status, durationMs: ms, bytesIn: this.bytesIn, bytesOut, route: this.path, steps: task.steps, task });
+      log.write(this.res.req, { requestId: this.requestId, status, durationMs: ms, bytesIn: this.bytesIn, bytesOut, route: this.path, steps: task.steps, task, traced: this.traced });
     }
   }
 

@@ -5,6 +5,7 @@ import type { StreamPolicy } from "../stage-options.js";
 import type { BatchItem, ItemResult, ResultMessage, StreamMessage } from "../workers/messages.js";
 import { Pool, type PoolOptions, type WorkerEvents } from "../workers/pool.js";
 import { attached } from "../workers/transfer.js";
+import { tracer } from "../metrics/tracing.js";
 import type { Task } from "./task.js";
 
 /** One item's successful outcome. */
@@ -37,6 +38,8 @@ export interface Flight {
   readonly model?: string;
   /** The worker it goes to; undefined for any free one. */
   readonly workerId?: number;
+  /** When it was sent, while tracing is on. */
+  sentAt?: number;
 }
 
 /** The free workers, as a chooser may look at them. */
@@ -77,6 +80,7 @@ export class Dispatcher {
       onBatchDone: (flight, result, contentType, elapsedMs) => this.#done(flight, result, contentType, elapsedMs),
       onBatchLost: (flight, error) => {
         flight.to.running -= flight.tasks.length;
+        if (flight.sentAt !== undefined) this.#traced(flight, error.publicMessage);
         flight.to.landed(flight, undefined);
         for (const task of flight.tasks) if (!task.settled) flight.to.failed(task, error);
       },
@@ -108,12 +112,18 @@ export class Dispatcher {
       task.transfer = undefined;
     }
     if (flight.to.batches) flight.to.metrics.batch(tasks.length);
+    if (tracer !== undefined) flight.sentAt = performance.now();
     flight.to.running += tasks.length;
     const message = flight.model === undefined ? { kind: "batch" as const, items } : { kind: "batch" as const, items, model: flight.model };
     const workerId = this.pool.dispatch(flight, message, transfer.length > 0 ? attached(transfer) : transfer, flight.workerId);
     // A task of several steps keeps its last batch's size and worker.
     for (const task of tasks) task.workerId = workerId;
     if (flight.to.stream !== undefined) tasks.forEach((task, i) => (task.control = (action) => this.pool.control(workerId, flight, i, action)));
+  }
+
+  // The spans of a batch that came back (or was lost), before its tasks move on.
+  #traced({ tasks, to, sentAt }: Flight, error: string | undefined): void {
+    tracer?.batch(tasks, to.logFields, tasks[0]?.workerId, sentAt!, performance.now(), error);
   }
 
   // A chunk of one task's stream, or its end.
@@ -135,6 +145,7 @@ export class Dispatcher {
     const { tasks, to } = flight;
     to.metrics.forward(elapsedMs);
     to.running -= tasks.length;
+    if (flight.sentAt !== undefined) this.#traced(flight, result.error?.message);
     to.landed(flight, elapsedMs);
     if (result.error !== undefined) {
       const error = errorFromWire(result.error);

@@ -1,4 +1,5 @@
 import type { ShoalError } from "../errors.js";
+import type { RequestTrace } from "../metrics/tracing.js";
 import type { StreamPolicy } from "../stage-options.js";
 import type { RequestMeta } from "../worker.js";
 
@@ -37,6 +38,8 @@ export interface Reply {
   end(): void;
   /** Called once when the task settles in any way (answered, failed or dropped), after its answer. */
   release(): void;
+  /** Its request's span, when tracing is on and samples it. */
+  readonly traced?: RequestTrace | undefined;
 }
 
 /**
@@ -83,6 +86,8 @@ export class Task {
   /** Its place in a queue order that keeps one (a priority order's), while it is queued there. */
   orderSlot: object | undefined = undefined;
 
+  /** Its request's span, when tracing is on and samples it. */
+  readonly traced: RequestTrace | undefined;
   readonly #reply: Reply;
 
   constructor(
@@ -97,6 +102,7 @@ export class Task {
     this.payload = payload;
     this.transfer = transfer;
     this.#reply = reply;
+    this.traced = reply.traced;
   }
 
   /** True at its first step: the worker decodes the request body. */
