@@ -10,6 +10,25 @@ export const LOAD_REPORT_FORMAT = "endpoint-load-metrics-format";
 /** The answer's header that carries it. */
 export const LOAD_REPORT = "endpoint-load-metrics";
 
+/** A queue as a load report reads it. */
+export interface QueueLoad {
+  readonly queued: number;
+  readonly running: number;
+  /** How long its next item has waited, in ms. */
+  readonly behindMs: number;
+}
+
+/** The load of the whole server: its queues', stages' and models' alike, and its requests in flight. */
+export function loadOf(queues: Iterable<QueueLoad>, inFlight: number): Load {
+  const load: Load = { queued: 0, running: 0, inFlight, behindSeconds: 0 };
+  for (const q of queues) {
+    load.queued += q.queued;
+    load.running += q.running;
+    load.behindSeconds = Math.max(load.behindSeconds, q.behindMs / 1000);
+  }
+  return load;
+}
+
 /** The load of the whole server now. */
 export interface Load {
   /** Items waiting in queues, every stage's and model's. */

@@ -1,7 +1,7 @@
 import { FastCounter, FastHistogram, type CounterSeries, type HistogramSeries } from "./fast-metrics.js";
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from "prom-client";
 import { BATCH_BUCKETS, LATENCY_BUCKETS, type Buckets } from "./buckets.js";
-import type { Load } from "./load-report.js";
+import { loadOf, type Load, type QueueLoad } from "./load-report.js";
 
 /** Where an answered request's time went, as its task kept it (a scheduling Task is one). */
 export interface Phases {
@@ -62,13 +62,8 @@ const CHUNK_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384];
 export type WorkerMetricsReport = MetricObjectWithValues<MetricValue<string>>[];
 
 /** What a stage or a model shows at scrape time. Read only when scraped, never updated per request. */
-export interface QueueGauges {
+export interface QueueGauges extends QueueLoad {
   readonly name: string;
-  readonly queued: number;
-  /** How long the next item to leave has waited, in ms (0: the queue is empty). */
-  readonly behindMs: number;
-  /** Items at workers now. */
-  readonly running: number;
   readonly liveWorkers: number;
 }
 
@@ -215,15 +210,7 @@ export class Metrics {
 
   /** The whole server's load now, read from the same gauges as a scrape (for a load report). */
   load(): Load {
-    const load: Load = { queued: 0, running: 0, inFlight: this.#gauges.inFlight(), behindSeconds: 0 };
-    for (const queues of [this.#gauges.stages(), this.#gauges.models()]) {
-      for (const q of queues) {
-        load.queued += q.queued;
-        load.running += q.running;
-        load.behindSeconds = Math.max(load.behindSeconds, q.behindMs / 1000);
-      }
-    }
-    return load;
+    return loadOf([...this.#gauges.stages(), ...this.#gauges.models()], this.#gauges.inFlight());
   }
 
   /** `count` requests were cancelled, by id or by their gRPC call. */
