@@ -80,6 +80,8 @@ export interface ServerConfig {
   grpcMinPingIntervalMs: number;
   /** Write one `access` log line per inference request answered. */
   accessLog: boolean;
+  /** Serve the live dashboard at `/dashboard`. */
+  dashboard: boolean;
   /** The share of answered requests the access log writes, from 0 to 1. */
   accessLogSample: number;
   /** Worker restarts within `restartWindowMs` beyond which `/healthz` answers 503 (0: never). */
@@ -182,6 +184,7 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--grpc-keepalive-timeout <ms>", "how long a keep-alive ping may go unanswered before the connection is closed").env("SHOAL_GRPC_KEEPALIVE_TIMEOUT").argParser(integer(1)).default(defaults.grpcKeepAliveTimeoutMs),
     new Option("--grpc-min-ping-interval <ms>", "least time between a client's pings on a gRPC connection with no call open; the third ping sooner closes it").env("SHOAL_GRPC_MIN_PING_INTERVAL").argParser(integer(0)).default(defaults.grpcMinPingIntervalMs),
     new Option("--access-log", "log one 'access' line per inference request answered").env("SHOAL_ACCESS_LOG").default(defaults.accessLog),
+    new Option("--dashboard", "serve the live dashboard at /dashboard (and its data at /dashboard/metrics.json)").env("SHOAL_DASHBOARD").default(defaults.dashboard),
     new Option("--access-log-sample <rate>", "the share of answered requests the access log writes, from 0 to 1").env("SHOAL_ACCESS_LOG_SAMPLE").argParser(fraction).default(defaults.accessLogSample),
     new Option("--max-restarts <n>", "more worker restarts than this within --restart-window make /healthz answer 503, so that the orchestrator replaces the server (0: never)").env("SHOAL_MAX_RESTARTS").argParser(integer(0)).default(defaults.maxRestarts),
     new Option("--restart-window <ms>", "the window --max-restarts counts in").env("SHOAL_RESTART_WINDOW").argParser(integer(1)).default(defaults.restartWindowMs),
@@ -234,6 +237,8 @@ export function defaultConfig(): ServerConfig {
     grpcMinPingIntervalMs: 300_000,
     accessLog: false,
     accessLogSample: 1,
+    // Off: the page shows routes, models and traffic to whoever reaches the port (docs/observability.md).
+    dashboard: false,
     maxRestarts: 0,
     restartWindowMs: 300_000,
     // Long enough that the pauses between bursts of real traffic (and a benchmark's turns) do not
@@ -294,6 +299,7 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     grpcKeepAliveTimeoutMs: o.grpcKeepaliveTimeout,
     grpcMinPingIntervalMs: o.grpcMinPingInterval,
     accessLog: Boolean(o.accessLog),
+    dashboard: Boolean(o.dashboard),
     accessLogSample: o.accessLogSample,
     maxRestarts: o.maxRestarts,
     restartWindowMs: o.restartWindow,

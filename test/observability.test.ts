@@ -99,6 +99,11 @@ describe("latency by phase", () => {
     assert.equal(await waitForMetric(server.url, "shoal_queue_behind_seconds", { stage: "Slow_1" }, (s) => s === 0), undefined);
   });
 
+  test("without --dashboard there is no dashboard", async () => {
+    assert.equal((await send(`${server.url}/dashboard`)).status, 404);
+    assert.equal((await send(`${server.url}/dashboard/metrics.json`)).status, 404);
+  });
+
   test("a stream: its first chunk at once, the two after it 100 ms apart", async () => {
     const reply = await send(`${server.url}/ticks`, { method: "POST", body: "{}", headers: { "content-type": "application/json", accept: "application/x-ndjson" } });
     assert.equal(reply.status, 200);

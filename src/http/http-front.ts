@@ -23,6 +23,7 @@ import type { Health } from "../serving/health.js";
 import { decodeBody } from "./compression.js";
 import { answerCors } from "./cors.js";
 import type { ApiDocs } from "./docs.js";
+import { Dashboard } from "./dashboard.js";
 import type { HttpRequest, HttpResponse, OutgoingHttpHeaders } from "./http-message.js";
 import type { Handle, Listener } from "./listener.js";
 import type { Route } from "../serving/route.js";
@@ -84,7 +85,7 @@ export class HttpFront {
     this.#delegates = (parts.delegates ?? []).map((make) => make({ access, admission, guard: this.guard }));
     this.accessLog = config.accessLog && config.accessLogSample > 0 ? new AccessLog(logger, config.accessLogSample) : undefined;
     this.#replies = { accessLog: this.accessLog, metrics, admission, guard: this.guard };
-    this.#builtin = { metrics, docs: parts.docs, health: parts.health, admission };
+    this.#builtin = { metrics, docs: parts.docs, dashboard: config.dashboard ? new Dashboard(metrics, config.namespace) : undefined, health: parts.health, admission };
     this.#listener = parts.listener((req, res, requestId, arrival) => this.#handle(req, res, requestId, arrival));
     admission.watchArrivals(() => this.#listener.arriving);
   }
