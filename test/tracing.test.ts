@@ -2,7 +2,8 @@
  * OpenTelemetry tracing, on by the OTEL_* environment: the server sends its spans by OTLP
  * http/protobuf to a receiver in this test, which decodes them and checks the tree: each
  * request's span with its queue and forward children, the batch's span linked to the eight
- * requests it held, the client's traceparent continued, the access log's trace and span ids.
+ * requests it held, the Worker's own span under it, the client's traceparent continued, the
+ * access log's trace and span ids.
  */
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
@@ -155,6 +156,13 @@ describe("tracing by OpenTelemetry", () => {
     const batch = batches[0]!;
     assert.equal(batch.attributes["shoal.batch_size"], 8);
     assert.deepEqual(batch.links.map((l) => l.spanId).sort(), requests.map((s) => s.spanId).sort());
+    // The Worker's own span, under its batch's, within its time; its attribute on the batch's span.
+    assert.equal(batch.attributes["fixture.kind"], "eight");
+    const own = spans.filter((s) => s.name === "think");
+    assert.equal(own.length, 1);
+    assert.equal(own[0]!.parentId, batch.spanId);
+    assert.equal(own[0]!.attributes.items, 8);
+    assert.ok(own[0]!.end - own[0]!.start >= 25_000_000n && own[0]!.start >= batch.start && own[0]!.end <= batch.end, "the Worker's span lies within its batch's");
 
     for (const request of requests) {
       const children = spans.filter((s) => s.parentId === request.spanId && s.traceId === request.traceId);

@@ -10,6 +10,7 @@
  */
 import type { Attributes, Context, HrTime, Link, Span, Tracer as OtelTracer } from "@opentelemetry/api";
 import type { IncomingHttpHeaders } from "node:http";
+import type { WorkerTraceReport } from "./worker-trace.js";
 
 /** A request's span while it is in flight. */
 export interface RequestTrace {
@@ -119,9 +120,9 @@ export class Tracing {
    * A batch that `stage` sent at `sentAt` to `worker` came back at `at` (`error`: it failed, or
    * was lost): a span of its own, a child of its first traced request's and linked to every
    * traced request it held; and for each of those, a span of its wait in the queue and one of
-   * the forward.
+   * the forward. What its Worker recorded (`own`) goes on the batch's span and under it.
    */
-  batch(tasks: readonly Traced[], stage: Readonly<Record<string, string>>, worker: number | undefined, sentAt: number, at: number, error?: string): void {
+  batch(tasks: readonly Traced[], stage: Readonly<Record<string, string>>, worker: number | undefined, sentAt: number, at: number, error?: string, own?: WorkerTraceReport): void {
     const { api, otel, time } = this;
     const sent = time(sentAt);
     const back = time(at);
@@ -138,6 +139,7 @@ export class Tracing {
     if (first === undefined) return;
     const batch = otel.startSpan(`batch ${name}`, { startTime: sent, attributes, links }, api.trace.setSpan(api.ROOT_CONTEXT, first.span));
     if (error !== undefined) batch.setStatus({ code: api.SpanStatusCode.ERROR, message: error });
+    if (own !== undefined) this.#worker(batch, own);
     batch.end(back);
     const toBatch: Link[] = [{ context: batch.spanContext() }];
     for (const task of tasks) {
@@ -149,6 +151,24 @@ export class Tracing {
       forward.end(back);
     }
   }
+
+  // What the Worker recorded of a batch: its attributes on the batch's span, its spans under it.
+  #worker(batch: Span, own: WorkerTraceReport): void {
+    const { api } = this;
+    batch.setAttributes(own.attributes);
+    const parent = api.trace.setSpan(api.ROOT_CONTEXT, batch);
+    for (const span of own.spans) {
+      const child = this.otel.startSpan(span.name, { startTime: epochHrTime(span.start), ...(span.attributes === undefined ? undefined : { attributes: span.attributes }) }, parent);
+      if (span.error !== undefined) child.setStatus({ code: api.SpanStatusCode.ERROR, message: span.error });
+      child.end(epochHrTime(span.end));
+    }
+  }
+}
+
+// A worker's time (ms since the epoch: its clock's origin is not the coordinator's) as a span's.
+function epochHrTime(ms: number): HrTime {
+  const seconds = Math.floor(ms / 1000);
+  return [seconds, Math.round((ms - seconds * 1000) * 1e6)];
 }
 
 // `{ stage: "Embed_1" }` as span attributes: `{ "shoal.stage": "Embed_1" }`.

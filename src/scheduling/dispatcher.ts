@@ -2,10 +2,11 @@ import { errorFromWire, type ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { StageMetrics } from "../metrics/registry.js";
 import type { StreamPolicy } from "../stage-options.js";
-import type { BatchItem, ItemResult, ResultMessage, StreamMessage } from "../workers/messages.js";
+import type { BatchItem, BatchMessage, ItemResult, ResultMessage, StreamMessage } from "../workers/messages.js";
 import { Pool, type PoolOptions, type WorkerEvents } from "../workers/pool.js";
 import { attached } from "../workers/transfer.js";
 import { tracer } from "../metrics/tracing.js";
+import type { WorkerTraceReport } from "../metrics/worker-trace.js";
 import type { Task } from "./task.js";
 
 /** One item's successful outcome. */
@@ -114,7 +115,8 @@ export class Dispatcher {
     if (flight.to.batches) flight.to.metrics.batch(tasks.length);
     if (tracer !== undefined) flight.sentAt = performance.now();
     flight.to.running += tasks.length;
-    const message = flight.model === undefined ? { kind: "batch" as const, items } : { kind: "batch" as const, items, model: flight.model };
+    const message: Omit<BatchMessage, "seq"> = flight.model === undefined ? { kind: "batch", items } : { kind: "batch", items, model: flight.model };
+    if (flight.sentAt !== undefined && tasks.some((task) => task.traced !== undefined)) message.traced = true;
     const workerId = this.pool.dispatch(flight, message, transfer.length > 0 ? attached(transfer) : transfer, flight.workerId);
     // A task of several steps keeps its last batch's size and worker.
     for (const task of tasks) task.workerId = workerId;
@@ -122,8 +124,8 @@ export class Dispatcher {
   }
 
   // The spans of a batch that came back (or was lost), before its tasks move on.
-  #traced({ tasks, to, sentAt }: Flight, error: string | undefined): void {
-    tracer?.batch(tasks, to.logFields, tasks[0]?.workerId, sentAt!, performance.now(), error);
+  #traced({ tasks, to, sentAt }: Flight, error: string | undefined, worker?: WorkerTraceReport): void {
+    tracer?.batch(tasks, to.logFields, tasks[0]?.workerId, sentAt!, performance.now(), error, worker);
   }
 
   // A chunk of one task's stream, or its end.
@@ -145,7 +147,7 @@ export class Dispatcher {
     const { tasks, to } = flight;
     to.metrics.forward(elapsedMs);
     to.running -= tasks.length;
-    if (flight.sentAt !== undefined) this.#traced(flight, result.error?.message);
+    if (flight.sentAt !== undefined) this.#traced(flight, result.error?.message, result.trace);
     to.landed(flight, elapsedMs);
     if (result.error !== undefined) {
       const error = errorFromWire(result.error);
