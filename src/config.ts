@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
+import { BATCH_BUCKETS, LATENCY_BUCKETS } from "./metrics/buckets.js";
 
 /**
  * Where a request names its tenant (`--tenant-key`): a header (on gRPC, the call's metadata of
@@ -46,6 +47,10 @@ export interface ServerConfig {
   logFormat: "json" | "pretty";
   /** Prefix of every Prometheus metric name. */
   namespace: string;
+  /** Upper bounds of the duration histograms' buckets, in seconds, ascending. */
+  latencyBuckets: number[];
+  /** Upper bounds of the batch-size histograms' buckets, ascending. */
+  batchSizeBuckets: number[];
   /** Start one worker per stage, run each route's example through its pipeline, report, exit. */
   dryRun: boolean;
   /** A model repository folder to serve with the V2 protocol, besides models added in code. */
@@ -92,6 +97,8 @@ export interface ServerConfig {
   grpcMinPingIntervalMs: number;
   /** Write one `access` log line per inference request answered. */
   accessLog: boolean;
+  /** Serve the live dashboard at `/dashboard`. */
+  dashboard: boolean;
   /** The share of answered requests the access log writes, from 0 to 1. */
   accessLogSample: number;
   /** Worker restarts within `restartWindowMs` beyond which `/healthz` answers 503 (0: never). */
@@ -145,6 +152,13 @@ function tenantKey(value: string): TenantKey {
   }
 }
 
+// Bucket bounds: positive numbers, comma-separated, rising.
+function bucketList(value: string): number[] {
+  const bounds = value.split(",").map((b) => Number(b.trim()));
+  if (bounds.some((b, i) => !Number.isFinite(b) || b <= 0 || (i > 0 && b <= bounds[i - 1]!))) throw new InvalidArgumentError("expected positive numbers, comma-separated and rising, such as 0.01,0.1,1");
+  return bounds;
+}
+
 function metricPrefix(value: string): string {
   if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(value)) throw new InvalidArgumentError("expected letters, digits and underscores, not starting with a digit");
   return value;
@@ -171,6 +185,8 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--log-format <format>", "json, or pretty for readable lines").env("SHOAL_LOG_FORMAT").choices(["json", "pretty"]).default(defaults.logFormat),
     new Option("--dry-run", "start one worker per stage, send each route's example through its pipeline, load every model once, print timings and exit").env("SHOAL_DRY_RUN").default(defaults.dryRun),
     new Option("--namespace <prefix>", "prefix of every Prometheus metric name").env("SHOAL_NAMESPACE").argParser(metricPrefix).default(defaults.namespace),
+    new Option("--latency-buckets <seconds>", "upper bounds of the buckets of every duration histogram, comma-separated, in seconds").env("SHOAL_LATENCY_BUCKETS").argParser(bucketList).default(defaults.latencyBuckets, defaults.latencyBuckets.join(",")),
+    new Option("--batch-size-buckets <sizes>", "upper bounds of the buckets of every batch-size histogram, comma-separated").env("SHOAL_BATCH_SIZE_BUCKETS").argParser(bucketList).default(defaults.batchSizeBuckets, defaults.batchSizeBuckets.join(",")),
     new Option("--model-repository <dir>", "serve every model of this folder with the V2 protocol").env("SHOAL_MODEL_REPOSITORY").default(defaults.modelRepository),
     new Option("--model-name <name>", "the model's name when --model-repository is itself one model's folder (default: its settings' name, else the folder's name)").env("SHOAL_MODEL_NAME").argParser(modelName).default(defaults.modelName),
     new Option("--workers <n>", "workers of the shared pool that hosts the models").env("SHOAL_WORKERS").argParser(integer(1)).default(defaults.workers),
@@ -194,6 +210,7 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--grpc-keepalive-timeout <ms>", "how long a keep-alive ping may go unanswered before the connection is closed").env("SHOAL_GRPC_KEEPALIVE_TIMEOUT").argParser(integer(1)).default(defaults.grpcKeepAliveTimeoutMs),
     new Option("--grpc-min-ping-interval <ms>", "least time between a client's pings on a gRPC connection with no call open; the third ping sooner closes it").env("SHOAL_GRPC_MIN_PING_INTERVAL").argParser(integer(0)).default(defaults.grpcMinPingIntervalMs),
     new Option("--access-log", "log one 'access' line per inference request answered").env("SHOAL_ACCESS_LOG").default(defaults.accessLog),
+    new Option("--dashboard", "serve the live dashboard at /dashboard (and its data at /dashboard/metrics.json)").env("SHOAL_DASHBOARD").default(defaults.dashboard),
     new Option("--access-log-sample <rate>", "the share of answered requests the access log writes, from 0 to 1").env("SHOAL_ACCESS_LOG_SAMPLE").argParser(fraction).default(defaults.accessLogSample),
     new Option("--max-restarts <n>", "more worker restarts than this within --restart-window make /healthz answer 503, so that the orchestrator replaces the server (0: never)").env("SHOAL_MAX_RESTARTS").argParser(integer(0)).default(defaults.maxRestarts),
     new Option("--restart-window <ms>", "the window --max-restarts counts in").env("SHOAL_RESTART_WINDOW").argParser(integer(1)).default(defaults.restartWindowMs),
@@ -219,6 +236,8 @@ export function defaultConfig(): ServerConfig {
     logLevel: "info",
     logFormat: process.stdout.isTTY ? "pretty" : "json",
     namespace: "shoal",
+    latencyBuckets: [...LATENCY_BUCKETS],
+    batchSizeBuckets: [...BATCH_BUCKETS],
     dryRun: false,
     modelRepository: undefined,
     modelName: undefined,
@@ -245,6 +264,8 @@ export function defaultConfig(): ServerConfig {
     grpcMinPingIntervalMs: 300_000,
     accessLog: false,
     accessLogSample: 1,
+    // Off: the page shows routes, models and traffic to whoever reaches the port (docs/observability.md).
+    dashboard: false,
     maxRestarts: 0,
     restartWindowMs: 300_000,
     // Long enough that the pauses between bursts of real traffic (and a benchmark's turns) do not
@@ -280,6 +301,8 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     logLevel: o.logLevel,
     logFormat: o.logFormat,
     namespace: o.namespace,
+    latencyBuckets: o.latencyBuckets,
+    batchSizeBuckets: o.batchSizeBuckets,
     dryRun: Boolean(o.dryRun),
     modelRepository: o.modelRepository,
     modelName: o.modelName,
@@ -304,6 +327,7 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     grpcKeepAliveTimeoutMs: o.grpcKeepaliveTimeout,
     grpcMinPingIntervalMs: o.grpcMinPingInterval,
     accessLog: Boolean(o.accessLog),
+    dashboard: Boolean(o.dashboard),
     accessLogSample: o.accessLogSample,
     maxRestarts: o.maxRestarts,
     restartWindowMs: o.restartWindow,

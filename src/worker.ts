@@ -1,5 +1,6 @@
 import { json, type Codec } from "./codecs.js";
 import { WorkerMetrics } from "./metrics/worker-metrics.js";
+import { WorkerTrace } from "./metrics/worker-trace.js";
 import type { Schema } from "./schema.js";
 import { UNLIMITED, type RequestLimits } from "./limits.js";
 import type { TensorMetadata } from "./v2/types.js";
@@ -172,6 +173,8 @@ export abstract class Worker {
   log: WorkerLog = consoleLog;
   /** This worker's own Prometheus metrics, shown in the server's `/metrics` with a worker label. */
   readonly metrics = new WorkerMetrics();
+  /** Spans and attributes of this worker's own, in the trace of the batch it runs (when tracing is on). */
+  readonly trace = new WorkerTrace();
 
   /** Runs once in the worker before it takes work: load the model here. */
   init(): void | Promise<void> {}

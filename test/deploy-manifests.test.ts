@@ -116,6 +116,7 @@ describe("the Helm chart and the manifests", () => {
     assert.match(big, /terminationGracePeriodSeconds: 25\n/); // 5 + 10 + 10
     assert.match(big, /requiredDuringSchedulingIgnoredDuringExecution:\n\s+- topologyKey: kubernetes.io\/hostname/);
     assert.match(big, /name: shoal_stage_queue_depth\n\s+target:\n\s+type: AverageValue\n\s+averageValue: "4"/);
+    assert.match(big, /name: shoal_queue_behind_seconds\n\s+target:\n\s+type: AverageValue\n\s+averageValue: "250m"/);
     const service = big.split("\n---\n").find((doc) => /^kind: Service$/m.test(doc))!;
     assert.match(service, /type: LoadBalancer/);
     assert.doesNotMatch(service, /name: grpc/);
@@ -126,6 +127,8 @@ describe("the Helm chart and the manifests", () => {
     assert.match(baked, /image: "registry.example.com\/shoal-vad:2024-06"/);
     const keda = await render(join(CHART, "ci", "configmap-keda.yaml"));
     assert.match(keda, /query: "sum\(shoal_requests_in_flight\{namespace=\\"default\\",pod=~\\"shoal-.*\\"\}\)"/);
+    // How far behind, the signal to scale on: a Value trigger, replicas scaled by behind / threshold.
+    assert.match(keda, /- type: prometheus\n\s+metricType: Value\n\s+metadata:\n\s+serverAddress: \S+\n\s+query: "max\(shoal_queue_behind_seconds\{namespace=\\"default\\",pod=~\\"shoal-.*\\"\}\)"\n\s+threshold: "0.5"/);
     assert.match(keda, /name: SHOAL_ADMIN_TOKEN_FILE\n\s+value: \/var\/run\/secrets\/shoal\/token/);
     assert.match(keda, /key: upper--upper.mjs\n\s+path: upper\/upper.mjs/);
   });

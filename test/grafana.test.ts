@@ -88,7 +88,7 @@ describe("deploy/grafana/shoal.json", () => {
     }
   });
 
-  test("it shows requests by route and status, latency, queues, batch sizes, forward time, workers, restarts and models loaded", () => {
+  test("it shows requests by route and status, latency by phase, queues, how far behind, batch sizes, forward time, streams, workers, restarts and models loaded", () => {
     const uses = (metric: string) => dashboard.panels.filter((p) => (p.targets ?? []).some((t) => metricNames(t.expr).includes(metric))).map((p) => p.title);
     for (const metric of [
       "shoal_requests_total",
@@ -99,6 +99,13 @@ describe("deploy/grafana/shoal.json", () => {
       "shoal_stage_forward_duration_seconds_bucket",
       "shoal_stage_live_workers",
       "shoal_stage_worker_restarts_total",
+      "shoal_request_queue_seconds_bucket",
+      "shoal_request_batch_fill_seconds_bucket",
+      "shoal_request_forward_seconds_bucket",
+      "shoal_request_batch_size_bucket",
+      "shoal_stream_first_chunk_seconds_bucket",
+      "shoal_stream_chunk_interval_seconds_bucket",
+      "shoal_queue_behind_seconds",
     ]) {
       assert.ok(uses(metric).length > 0, `no panel shows ${metric}`);
     }

@@ -76,7 +76,7 @@ describe("one writer per answer", () => {
     const task = new Task([{ admit: () => undefined }], meta, performance.now() + 5000, new Uint8Array(), undefined, httpReply);
     httpReply.task = task;
     if (stream) {
-      const metrics = { started: () => {}, ended: () => {}, cancelled: () => {} };
+      const metrics = { started: () => {}, interval: () => {}, ended: () => {}, cancelled: () => {} };
       httpReply.stream = { transport: "sse", policy: streamPolicy("t", true)!, deadline: performance.now() + 5000, timeoutMs: 5000, keepAliveMs: 5, metrics };
     }
     return { httpReply, task, unexpected };

@@ -33,6 +33,7 @@ import type { Route } from "../serving/route.js";
 import type { RouteModelOptions } from "../serving/route-model.js";
 import { apiDelegates, type OpenAIModel } from "./apis.js";
 import { startIdleGc } from "./idle-gc.js";
+import { startTracing } from "../metrics/tracing.js";
 import { httpListener } from "./runtime.js";
 
 /** How each kind of stage isolation starts and talks to its workers. */
@@ -63,16 +64,19 @@ export interface Declared {
  */
 export async function startServer(declared: Declared, config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<AddressInfo> {
   startIdleGc(config.idleGcMs, logger);
+  // Loaded only when the OTEL_* environment asks for traces.
+  const stopTracing = await startTracing();
+  if (stopTracing !== undefined) logger.info({ endpoint: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT }, "tracing on");
   const restarts = new RestartLimit(config.maxRestarts, config.restartWindowMs);
   const admission = new Admission(config.maxInflightBytes);
   const health = new ServerHealth(() => stages, () => modelPool, restarts, () => admission.draining);
   const metrics: Metrics = new Metrics(config.namespace, {
     stages: (): readonly Stage[] => stages,
     pools: () => health.gauges(),
-    models: () => modelPool?.versions().map((m) => ({ name: m.label, queued: m.queued, liveWorkers: m.liveWorkers })) ?? [],
+    models: () => modelPool?.versions().map((m) => ({ name: m.label, queued: m.queued, behindMs: m.behindMs, running: m.running, liveWorkers: m.liveWorkers })) ?? [],
     inFlight: () => admission.inFlight,
     bytesInFlight: () => admission.bytesInFlight,
-  });
+  }, { latency: config.latencyBuckets, batchSize: config.batchSizeBuckets });
   const { stages, routes } = build(declared, config, logger, metrics, restarts);
   const modelPool = models === undefined ? undefined : sharedPool(config, logger, metrics, restarts);
   const docs = new ApiDocs();
@@ -107,7 +111,7 @@ export async function startServer(declared: Declared, config: ServerConfig, logg
     `listening on http://${address.address}:${address.port}`,
   );
   const pools = [...stages.map((s) => s.pool), ...(modelPool === undefined ? [] : [modelPool])];
-  handleSignals(admission, front, doors, pools, config, logger);
+  handleSignals(admission, front, doors, pools, config, logger, stopTracing);
   try {
     await Promise.all([...stages.map((s) => s.pool.start()), modelPool?.start()]);
     checkAnswers(routes);
@@ -167,7 +171,7 @@ export function sharedPool(config: ServerConfig, logger: Logger, metrics: Metric
 
 // On SIGTERM or SIGINT: stop taking requests at every door, wait for those in flight (from their
 // first byte) up to --timeout, close the pools and the doors, exit 0. A second signal exits at once.
-function handleSignals(admission: Admission, front: HttpFront, doors: readonly Door[], pools: { close(): Promise<void> }[], config: ServerConfig, logger: Logger): void {
+function handleSignals(admission: Admission, front: HttpFront, doors: readonly Door[], pools: { close(): Promise<void> }[], config: ServerConfig, logger: Logger, stopTracing: (() => Promise<void>) | undefined): void {
   let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -182,6 +186,8 @@ function handleSignals(admission: Admission, front: HttpFront, doors: readonly D
     await Promise.all(pools.map((pool) => pool.close()));
     for (const door of doors) await door.close();
     await front.close();
+    // The spans not yet sent (a collector that is gone costs the exporter's own timeout at most).
+    await stopTracing?.().catch((err: Error) => logger.warn({ err: err.message }, "tracing: the last spans were not sent"));
     // The counts of collapsed error lines still pending.
     logger.flush();
     logger.info("stopped");

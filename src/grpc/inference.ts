@@ -45,12 +45,12 @@ class GrpcAnswer implements Entrant {
       return;
     }
     this.deliver(undefined, response);
-    this.core.metrics.answered(this.path, 200, performance.now() - this.arrival, "grpc");
+    this.core.metrics.answered(this.path, 200, performance.now() - this.arrival, "grpc", this.task);
   }
 
   fail(error: ShoalError): void {
     this.deliver(error);
-    this.core.metrics.answered(this.path, error.status, performance.now() - this.arrival, "grpc");
+    this.core.metrics.answered(this.path, error.status, performance.now() - this.arrival, "grpc", this.task);
   }
 
   // A gRPC request never asks for a stream: a streaming model's chunks come to it gathered.

@@ -1,6 +1,7 @@
 import type { HttpRequest } from "./http-message.js";
 import type { Logger } from "../logger.js";
 import type { Step, Task } from "../scheduling/task.js";
+import type { RequestTrace } from "../metrics/tracing.js";
 
 /** What the access log says of one answered inference request, besides its method and path. */
 export interface AccessEntry {
@@ -18,6 +19,8 @@ export interface AccessEntry {
   steps: readonly Step[];
   /** Its task, once it was accepted: where its time went, its last batch and worker. */
   task?: Task;
+  /** Its span, when tracing is on and sampled it: the line carries its trace and span ids. */
+  traced?: RequestTrace | undefined;
 }
 
 /**
@@ -60,6 +63,8 @@ export class AccessLog {
         forwardMs: task === undefined ? undefined : round(task.forwardMs),
         batchSize: task === undefined || task.batchSize === 0 ? undefined : task.batchSize,
         worker: task?.workerId,
+        traceId: entry.traced?.traceId,
+        spanId: entry.traced?.spanId,
       },
       "access",
     );

@@ -3,6 +3,7 @@ import { ShoalError } from "../errors.js";
 import type { Metrics } from "../metrics/registry.js";
 import { sendBody, sendError, sendJson, sendPage } from "./send.js";
 import type { ApiDocs } from "./docs.js";
+import type { Dashboard } from "./dashboard.js";
 import type { Health } from "../serving/health.js";
 import { shuttingDown, type Admission } from "../serving/admission.js";
 
@@ -12,6 +13,8 @@ const GET_ONLY = "GET, HEAD";
 export interface BuiltinState {
   readonly metrics: Metrics;
   readonly docs: ApiDocs;
+  /** Set with `--dashboard`. */
+  readonly dashboard: Dashboard | undefined;
   readonly health: Health;
   /** The serving core's admission: whether the server is draining. */
   readonly admission: Admission;
@@ -23,7 +26,8 @@ export interface BuiltinState {
  */
 export function serveBuiltin(path: string, req: HttpRequest, res: HttpResponse, requestId: string, state: BuiltinState): void {
   const { metrics, docs } = state;
-  const known = path === "/" || path === "/healthz" || path === "/readyz" || path === "/metrics" || docs.serves(path);
+  const { dashboard } = state;
+  const known = path === "/" || path === "/healthz" || path === "/readyz" || path === "/metrics" || docs.serves(path) || dashboard?.serves(path) === true;
   if (!known) {
     sendError(res, requestId, new ShoalError("NOT_FOUND", path));
     return;
@@ -39,8 +43,8 @@ export function serveBuiltin(path: string, req: HttpRequest, res: HttpResponse, 
     );
     return;
   }
-  if (docs.serves(path)) {
-    docs.page(path).then(
+  if (docs.serves(path) || dashboard?.serves(path) === true) {
+    (docs.serves(path) ? docs : dashboard!).page(path).then(
       (page) => sendPage(res, requestId, page),
       (err: ShoalError) => sendError(res, requestId, err),
     );

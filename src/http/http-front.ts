@@ -3,6 +3,7 @@ import type { ServerConfig } from "../config.js";
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/registry.js";
+import { tracer } from "../metrics/tracing.js";
 import type { Step } from "../scheduling/task.js";
 import type { RequestMeta } from "../worker.js";
 import type { AccessPolicy } from "../serving/access-policy.js";
@@ -22,6 +23,7 @@ import type { Health } from "../serving/health.js";
 import { decodeBody } from "./compression.js";
 import { answerCors } from "./cors.js";
 import type { ApiDocs } from "./docs.js";
+import { Dashboard } from "./dashboard.js";
 import type { HttpRequest, HttpResponse, OutgoingHttpHeaders } from "./http-message.js";
 import type { Handle, Listener } from "./listener.js";
 import type { Route } from "../serving/route.js";
@@ -84,7 +86,7 @@ export class HttpFront {
     this.#delegates = (parts.delegates ?? []).map((make) => make({ access, admission, guard: this.guard }));
     this.accessLog = config.accessLog && config.accessLogSample > 0 ? new AccessLog(logger, config.accessLogSample) : undefined;
     this.#replies = { accessLog: this.accessLog, metrics, admission, guard: this.guard };
-    this.#builtin = { metrics, docs: parts.docs, health: parts.health, admission };
+    this.#builtin = { metrics, docs: parts.docs, dashboard: config.dashboard ? new Dashboard(metrics, config.namespace) : undefined, health: parts.health, admission };
     this.#listener = parts.listener((req, res, requestId, arrival) => this.#handle(req, res, requestId, arrival));
     admission.watchArrivals(() => this.#listener.arriving);
   }
@@ -233,6 +235,7 @@ export class HttpFront {
         ? { requestId, headers: req.headers, deadline, route: path }
         : { requestId, headers: req.headers, deadline, route: path, ...(query === undefined ? undefined : { query }), ...(v2 === undefined ? undefined : { v2 }), ...request?.meta, ...(transport === undefined ? undefined : { stream: true }) };
     const reply = new HttpReply(this.#replies, path, arrival, res, requestId, hold, body.bytes.byteLength, dialect);
+    if (tracer !== undefined) reply.traced = tracer.request(req.method ?? "POST", path, arrival, headers, requestId);
     if (transport !== undefined) {
       const streamMs = config.streamTimeoutMs;
       reply.stream = { transport, policy: policy ?? DEFAULT_STREAM, deadline: arrival + streamMs, timeoutMs: streamMs, keepAliveMs: config.sseKeepAliveMs, metrics: this.metrics.streams(path) };

@@ -8,6 +8,8 @@ import { compress, MIN_COMPRESSED_BYTES, responseEncoding } from "./compression.
 import { sendBody, sendFailure } from "./send.js";
 import { StreamReply, type StreamOptions } from "./stream-reply.js";
 import type { Metrics } from "../metrics/registry.js";
+import { LOAD_REPORT, LOAD_REPORT_FORMAT, loadReport } from "../metrics/load-report.js";
+import type { RequestTrace } from "../metrics/tracing.js";
 import type { Admission } from "../serving/admission.js";
 import type { HandlerGuard } from "./guard.js";
 
@@ -37,6 +39,8 @@ export class HttpReply implements Reply {
   stream: StreamOptions | undefined;
   /** Set when the request's answer may be kept in a response cache: called with the Worker's answer. */
   keep: ((body: Uint8Array, contentType: string, headers: Record<string, string> | undefined) => void) | undefined;
+  /** Its span, when tracing is on and samples it. */
+  traced: RequestTrace | undefined;
   // The stream, from its first chunk on.
   #streaming: StreamReply | undefined;
   // The answer is given, or its stream ended: nothing more is written.
@@ -83,7 +87,8 @@ export class HttpReply implements Reply {
     try {
       this.#lastIfDraining();
       const ms = performance.now() - this.arrival;
-      const head = { ...headers, "content-type": contentType, "content-length": body.byteLength, "x-request-id": this.requestId, "server-timing": serverTiming(this.task, ms) };
+      const head: Record<string, string | number> = { ...headers, "content-type": contentType, "content-length": body.byteLength, "x-request-id": this.requestId, "server-timing": serverTiming(this.task, ms) };
+      this.#reportLoad(head);
       if (sendBody(this.res, 200, head, body)) this.#answered(200, body.byteLength, ms);
     } catch (err) {
       this.#unexpected(err);
@@ -100,7 +105,9 @@ export class HttpReply implements Reply {
         return;
       }
       const ms = performance.now() - this.arrival;
-      this.#answered(error.status, sendFailure(this.res, this.requestId, error, this.dialect, { "server-timing": serverTiming(this.task, ms) }), ms);
+      const head: Record<string, string> = { "server-timing": serverTiming(this.task, ms) };
+      this.#reportLoad(head);
+      this.#answered(error.status, sendFailure(this.res, this.requestId, error, this.dialect, head), ms);
     } catch (err) {
       this.#unexpected(err);
     }
@@ -158,7 +165,9 @@ export class HttpReply implements Reply {
     clearTimeout(this.timer);
     this.#lastIfDraining();
     this.timer = setTimeout(() => task.fail(new ShoalError("TIMEOUT", `the stream did not end within ${options.timeoutMs} ms`)), Math.max(0, options.deadline - performance.now()));
-    this.#streaming = new StreamReply(res, task, options, this.requestId, this.arrival, this.dialect);
+    const head: Record<string, string> = {};
+    this.#reportLoad(head);
+    this.#streaming = new StreamReply(res, task, options, this.requestId, this.arrival, this.dialect, head);
     return this.#streaming;
   }
 
@@ -166,6 +175,14 @@ export class HttpReply implements Reply {
     const stream = this.#streaming!;
     stream.end(error);
     this.#answered(200, stream.bytes, performance.now() - this.arrival);
+  }
+
+  // A gateway that asks (ORCA's request header) gets the server's load in the answer's head.
+  #reportLoad(head: Record<string, string | number>): void {
+    const format = this.res.req.headers[LOAD_REPORT_FORMAT];
+    if (typeof format !== "string") return;
+    const report = loadReport(format, this.parts.metrics.load());
+    if (report !== undefined) head[LOAD_REPORT] = report;
   }
 
   // An exception while writing (a header a Worker gave that node:http refuses, a dialect's hook
@@ -184,10 +201,11 @@ export class HttpReply implements Reply {
 
   #answered(status: number, bytesOut: number, ms: number): void {
     const { metrics, accessLog: log } = this.parts;
-    metrics.answered(this.path, status, ms, "http");
+    metrics.answered(this.path, status, ms, "http", this.task);
+    this.traced?.end(status, this.arrival + ms);
     if (log?.sampled()) {
       const { task } = this;
-      log.write(this.res.req, { requestId: this.requestId, status, durationMs: ms, bytesIn: this.bytesIn, bytesOut, route: this.path, steps: task.steps, task });
+      log.write(this.res.req, { requestId: this.requestId, status, durationMs: ms, bytesIn: this.bytesIn, bytesOut, route: this.path, steps: task.steps, task, traced: this.traced });
     }
   }
 

@@ -76,6 +76,8 @@ export class StreamReply {
   /** Set once it has ended, normally or with an error event. */
   ended = false;
   #paused = false;
+  // When the last chunk went out (performance.now()).
+  #lastChunkAt: number;
   #keepAlive: NodeJS.Timeout | undefined;
 
   constructor(
@@ -85,9 +87,12 @@ export class StreamReply {
     requestId: string,
     arrival: number,
     readonly dialect: Dialect | undefined,
+    /** More headers of its head. */
+    head: Readonly<Record<string, string>>,
   ) {
-    res.writeHead(200, { "content-type": TRANSPORT_TYPES[options.transport], "cache-control": "no-cache", "x-accel-buffering": "no", "x-request-id": requestId });
-    options.metrics.started(performance.now() - arrival);
+    res.writeHead(200, { ...head, "content-type": TRANSPORT_TYPES[options.transport], "cache-control": "no-cache", "x-accel-buffering": "no", "x-request-id": requestId });
+    this.#lastChunkAt = performance.now();
+    options.metrics.started(this.#lastChunkAt - arrival);
     this.#idle();
   }
 
@@ -95,7 +100,11 @@ export class StreamReply {
   write(chunk: Uint8Array): void {
     const { res, options } = this;
     if (this.ended || res.destroyed || res.writableEnded) return;
-    this.chunks++;
+    if (this.chunks++ > 0) {
+      const now = performance.now();
+      options.metrics.interval(now - this.#lastChunkAt);
+      this.#lastChunkAt = now;
+    }
     const frame = frameChunk(options.transport, chunk);
     this.bytes += frame.byteLength;
     // What the client had not taken when this chunk came: a chunk larger than the buffer is no

@@ -1,9 +1,19 @@
 import { FastCounter, FastHistogram, type CounterSeries, type HistogramSeries } from "./fast-metrics.js";
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from "prom-client";
+import { BATCH_BUCKETS, LATENCY_BUCKETS, type Buckets } from "./buckets.js";
+import { loadOf, type Load, type QueueLoad } from "./load-report.js";
 
-/** Seconds; from half a millisecond to half a minute, so both 1 ms and 10 s workloads read well. */
-const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
-const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+/** Where an answered request's time went, as its task kept it (a scheduling Task is one). */
+export interface Phases {
+  /** In queues, every step's together, in ms. */
+  readonly queueMs: number;
+  /** The part of `queueMs` held back for a batch to fill while a worker was free, in ms. */
+  readonly fillMs: number;
+  /** At workers, every step's together, in ms. */
+  readonly forwardMs: number;
+  /** Its last batch's size; 0: it never reached a worker. */
+  readonly batchSize: number;
+}
 
 /** How a request came: REST (HTTP/1.1) or gRPC. */
 export type Protocol = "http" | "grpc";
@@ -47,6 +57,8 @@ export type QueueOutcome = "full" | "timeout" | "delayed" | "expired" | "shed";
 export interface StreamMetrics {
   /** A stream's first chunk went out this long after its request arrived, in ms. */
   started(ms: number): void;
+  /** A chunk after a stream's first went out this long after the one before it, in ms. */
+  interval(ms: number): void;
   /** A stream that had started ended (in any way) after this many chunks. */
   ended(chunks: number): void;
   /** A stream was cut short: its client left, its deadline passed, its client read too slowly, or its Worker failed it. */
@@ -60,9 +72,8 @@ const CHUNK_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384];
 export type WorkerMetricsReport = MetricObjectWithValues<MetricValue<string>>[];
 
 /** What a stage or a model shows at scrape time. Read only when scraped, never updated per request. */
-export interface QueueGauges {
+export interface QueueGauges extends QueueLoad {
   readonly name: string;
-  readonly queued: number;
   readonly liveWorkers: number;
 }
 
@@ -84,6 +95,16 @@ export interface ServerGauges {
   inFlight(): number;
   /** Request body bytes held. */
   bytesInFlight(): number;
+}
+
+/** The series of one route and protocol, found once. */
+interface RouteSeries {
+  latency: HistogramSeries;
+  queue: HistogramSeries;
+  fill: HistogramSeries;
+  forward: HistogramSeries;
+  batch: HistogramSeries;
+  byCode: Map<number, CounterSeries>;
 }
 
 /** Whose series a stage's or a model's metrics are: `{ stage }` or `{ model }`. */
@@ -111,6 +132,12 @@ export class Metrics {
   readonly #restarts: Counter<"stage">;
   readonly #subItems: Counter<"route" | "stage">;
   readonly #firstChunk: Histogram<"route">;
+  readonly #chunkInterval: FastHistogram;
+  // A request's phases, by route: where its time went, and the batch it went in.
+  readonly #phaseQueue: FastHistogram;
+  readonly #phaseFill: FastHistogram;
+  readonly #phaseForward: FastHistogram;
+  readonly #phaseBatch: FastHistogram;
   readonly #chunks: Histogram<"route">;
   readonly #activeStreams: Gauge<"route">;
   readonly #cancelled: Counter<"route" | "reason">;
@@ -123,13 +150,16 @@ export class Metrics {
   readonly #cache: Counter<"route" | "result">;
   readonly #streamRecorders = new Map<string, StreamMetrics>();
   readonly #workers = new Map<string, WorkerSnapshot>();
-  readonly #answers = new Map<string, { latency: HistogramSeries; byCode: Map<number, CounterSeries> }>();
+  readonly #answers = new Map<string, RouteSeries>();
+  readonly #gauges: ServerGauges;
 
-  constructor(namespace: string, gauges: ServerGauges) {
+  constructor(namespace: string, gauges: ServerGauges, buckets: Buckets = { latency: LATENCY_BUCKETS, batchSize: BATCH_BUCKETS }) {
+    const { latency: latencyBuckets, batchSize: batchBuckets } = buckets;
+    this.#gauges = gauges;
     const name = (n: string) => `${namespace}_${n}`;
     const registers = [this.registry];
     this.#requests = new FastCounter(name("requests_total"), "Requests answered, by route, status code (a gRPC answer's is the HTTP status of the same error) and protocol", ["route", "code", "protocol"], this.registry);
-    this.#latency = new FastHistogram(name("request_duration_seconds"), "Time from a request's arrival to its answer", ["route", "protocol"], LATENCY_BUCKETS, this.registry);
+    this.#latency = new FastHistogram(name("request_duration_seconds"), "Time from a request's arrival to its answer", ["route", "protocol"], latencyBuckets, this.registry);
     new Gauge({
       name: name("requests_in_flight"),
       help: "Requests accepted and not yet answered",
@@ -161,6 +191,8 @@ export class Metrics {
         },
       });
     perQueue("stage_queue_depth", "Items waiting in the queue of a stage, or of a model version of the shared pool", (q) => q.queued);
+    perQueue("queue_behind_seconds", "How long the next item to leave a stage's or a model's queue has waited: how far behind the server is (the metric to scale on, docs/observability.md)", (q) => q.behindMs / 1000);
+    perQueue("stage_running", "Items of a stage's, or of a model version's, batches at workers now: the running requests (the queued ones are stage_queue_depth)", (q) => q.running);
     perQueue("stage_live_workers", "Workers of a stage, or of the shared pool that hold a model version, started and alive", (q) => q.liveWorkers);
     new Gauge({
       name: name("stage_workers_backing_off"),
@@ -171,24 +203,34 @@ export class Metrics {
         for (const p of gauges.pools()) this.set({ stage: p.name }, p.backingOff);
       },
     });
-    this.#batchSize = new FastHistogram(name("stage_batch_size"), "Items per batch sent to a worker", ["stage", "model"], BATCH_BUCKETS, this.registry);
-    this.#queueWait = new FastHistogram(name("stage_queue_wait_seconds"), "Time an item waited in a stage's or a model's queue", ["stage", "model"], LATENCY_BUCKETS, this.registry);
-    this.#forward = new FastHistogram(name("stage_forward_duration_seconds"), "Time of one forward call, IPC included", ["stage", "model"], LATENCY_BUCKETS, this.registry);
+    this.#batchSize = new FastHistogram(name("stage_batch_size"), "Items per batch sent to a worker", ["stage", "model"], batchBuckets, this.registry);
+    this.#queueWait = new FastHistogram(name("stage_queue_wait_seconds"), "Time an item waited in a stage's or a model's queue", ["stage", "model"], latencyBuckets, this.registry);
+    this.#forward = new FastHistogram(name("stage_forward_duration_seconds"), "Time of one forward call, IPC included", ["stage", "model"], latencyBuckets, this.registry);
     this.#retries = new Counter({ name: name("stage_batch_retry_runs_total"), help: "forward() runs made again on parts of batches that failed as a whole, to find the items at fault", labelNames: ["stage", "model"], registers });
     this.#subItems = new Counter({ name: name("stage_sub_items_total"), help: "Sub-items made by a stage's fan-outs, by route: each is an item of its own in the stages up to the one that gathers them", labelNames: ["route", "stage"], registers });
     this.#restarts = new Counter({ name: name("stage_worker_restarts_total"), help: "Workers replaced after dying or overrunning", labelNames: ["stage"], registers });
-    this.#firstChunk = new Histogram({ name: name("stream_first_chunk_seconds"), help: "Time from a streamed request's arrival to its first chunk", labelNames: ["route"], buckets: LATENCY_BUCKETS, registers });
+    this.#firstChunk = new Histogram({ name: name("stream_first_chunk_seconds"), help: "Time from a streamed request's arrival to its first chunk", labelNames: ["route"], buckets: [...latencyBuckets], registers });
+    this.#chunkInterval = new FastHistogram(name("stream_chunk_interval_seconds"), "Time between one chunk of a stream and the next", ["route"], latencyBuckets, this.registry);
+    this.#phaseQueue = new FastHistogram(name("request_queue_seconds"), "Time an answered request waited in queues, every stage's together (the batch-fill wait included)", ["route", "protocol"], latencyBuckets, this.registry);
+    this.#phaseFill = new FastHistogram(name("request_batch_fill_seconds"), "The part of a request's queue time spent held back for its batch to fill while a worker was free (maxWaitMs at work)", ["route", "protocol"], latencyBuckets, this.registry);
+    this.#phaseForward = new FastHistogram(name("request_forward_seconds"), "Time an answered request's batches spent at workers, every stage's together, IPC included", ["route", "protocol"], latencyBuckets, this.registry);
+    this.#phaseBatch = new FastHistogram(name("request_batch_size"), "The size of the (last stage's) batch each answered request went in", ["route", "protocol"], batchBuckets, this.registry);
     this.#chunks = new Histogram({ name: name("stream_chunks"), help: "Chunks sent per stream", labelNames: ["route"], buckets: CHUNK_BUCKETS, registers });
     this.#activeStreams = new Gauge({ name: name("streams_active"), help: "Streams whose first chunk was sent and that have not ended", labelNames: ["route"], registers });
     this.#cancelled = new Counter({ name: name("stream_cancellations_total"), help: "Streams cut short, by reason: client (disconnected), deadline, slow_client (its backlog was full), error (its Worker failed it)", labelNames: ["route", "reason"], registers });
     this.#queueOutcomes = new Counter({ name: name("queue_outcomes_total"), help: "What the queue rules did to requests, by priority level (0: the queue has none): full (429 at the level's maxQueueSize), timeout (408 at its queue timeout), delayed (put behind its level), expired (408 when taken: its deadline passed, never computed)", labelNames: ["stage", "model", "level", "outcome"], registers });
     this.#requestsCancelled = new Counter({ name: name("requests_cancelled_total"), help: "Requests cancelled before their answer, by how: id (DELETE /v2/requests/{id}), grpc (the client cancelled its call)", labelNames: ["by"], registers });
     this.#requestsCancelled.labels("id").inc(0);
-    this.#predicted = new Histogram({ name: name("stage_predicted_seconds"), help: "The time admission by predicted latency foresaw for each request it admitted, from joining the queue to its batch's return (predictAdmission)", labelNames: ["stage", "model"], buckets: LATENCY_BUCKETS, registers });
-    this.#actual = new Histogram({ name: name("stage_predicted_actual_seconds"), help: "The real time of the same requests, from joining the queue to their batch's return: against stage_predicted_seconds, how good the prediction is", labelNames: ["stage", "model"], buckets: LATENCY_BUCKETS, registers });
+    this.#predicted = new Histogram({ name: name("stage_predicted_seconds"), help: "The time admission by predicted latency foresaw for each request it admitted, from joining the queue to its batch's return (predictAdmission)", labelNames: ["stage", "model"], buckets: [...latencyBuckets], registers });
+    this.#actual = new Histogram({ name: name("stage_predicted_actual_seconds"), help: "The real time of the same requests, from joining the queue to their batch's return: against stage_predicted_seconds, how good the prediction is", labelNames: ["stage", "model"], buckets: [...latencyBuckets], registers });
     this.#tenants = new Counter({ name: name("tenant_requests_total"), help: "Requests of the queues that share between tenants, by tenant (those of tenantWeights and the first maxTenants others; the rest are \"other\") and outcome: queued, served (sent to a worker), rejected (refused, or failed by a queue rule)", labelNames: ["stage", "model", "tenant", "outcome"], registers });
     this.#cache = new Counter({ name: name("cache_requests_total"), help: "Requests to routes and models with a response cache, by result: hit (answered from it, never queued), miss (computed, and kept), skip (a stream, or Cache-Control: no-cache)", labelNames: ["route", "result"], registers });
     this.#chosenWait = new Gauge({ name: name("stage_batch_wait_seconds"), help: "The wait maxWaitMs \"auto\" chose for the last partial batch of a stage or a model", labelNames: ["stage", "model"], registers });
+  }
+
+  /** The whole server's load now, read from the same gauges as a scrape (for a load report). */
+  load(): Load {
+    return loadOf([...this.#gauges.stages(), ...this.#gauges.models()], this.#gauges.inFlight());
   }
 
   /** `count` requests were cancelled, by id or by their gRPC call. */
@@ -211,6 +253,7 @@ export class Metrics {
   // Made once per route: a streamed request takes its route's, with no label lookup.
   #streamRecorder(route: string): StreamMetrics {
     const firstChunk = this.#firstChunk.labels(route);
+    const interval = this.#chunkInterval.series({ route });
     const chunks = this.#chunks.labels(route);
     const active = this.#activeStreams.labels(route);
     active.inc(0);
@@ -219,6 +262,7 @@ export class Metrics {
         firstChunk.observe(ms / 1000);
         active.inc();
       },
+      interval: (ms) => interval.observe(ms / 1000),
       ended: (n) => {
         chunks.observe(n);
         active.dec();
@@ -277,14 +321,31 @@ export class Metrics {
     return (route, count) => this.#subItems.labels(route, stage).inc(count);
   }
 
-  /** A request to `route` that came by `protocol` was answered with `code` after `ms`. */
-  answered(route: string, code: number, ms: number, protocol: Protocol = "http"): void {
+  /**
+   * A request to `route` that came by `protocol` was answered with `code` after `ms`; its task,
+   * when it was sent to a worker, gives the time of each phase and its batch's size.
+   */
+  answered(route: string, code: number, ms: number, protocol: Protocol = "http", task?: Phases): void {
     // Series are looked up once per route, protocol and code.
     const key = protocol === "http" ? route : `${protocol} ${route}`;
     let children = this.#answers.get(key);
     if (children === undefined) {
-      children = { latency: this.#latency.series({ route, protocol }), byCode: new Map() };
+      const labels = { route, protocol };
+      children = {
+        latency: this.#latency.series(labels),
+        queue: this.#phaseQueue.series(labels),
+        fill: this.#phaseFill.series(labels),
+        forward: this.#phaseForward.series(labels),
+        batch: this.#phaseBatch.series(labels),
+        byCode: new Map(),
+      };
       this.#answers.set(key, children);
+    }
+    if (task !== undefined && task.batchSize > 0) {
+      children.queue.observe(task.queueMs / 1000);
+      children.fill.observe(task.fillMs / 1000);
+      children.forward.observe(task.forwardMs / 1000);
+      children.batch.observe(task.batchSize);
     }
     let count = children.byCode.get(code);
     if (count === undefined) {

@@ -47,6 +47,8 @@ export class Instance implements Delivery {
   readonly pending = new Set<number>();
   /** Batches in workers. */
   inFlight = 0;
+  /** Items of those batches. */
+  running = 0;
   /** Why the last load on a worker failed. */
   failure: ShoalError | undefined;
   /** Loads cut short by their worker dying (not by the model failing to load). */
@@ -202,6 +204,16 @@ export class ModelVersion implements Step {
   /** Items waiting in its queue. */
   get queued(): number {
     return this.queue.queued;
+  }
+
+  /** Its items at workers now. */
+  get running(): number {
+    return this.current?.running ?? 0;
+  }
+
+  /** How long the next item to leave its queue has waited, in ms. */
+  get behindMs(): number {
+    return this.queue.behindMs;
   }
 
   /** Workers that hold its current instance. */

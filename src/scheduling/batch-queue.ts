@@ -72,6 +72,9 @@ export class BatchQueue {
   readonly #queue: QueueOrder<Task>;
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Infinity;
+  // When a free worker first found the head's batch not yet full (Infinity: none has since the
+  // last batch left): what the batch's tasks waited from then on is their batch-fill wait.
+  #fillFrom = Infinity;
   // The order's own timeouts, when it has some (a priority order's queue timeouts).
   #expiry: NodeJS.Timeout | undefined;
   #expiryAt = Infinity;
@@ -109,6 +112,12 @@ export class BatchQueue {
   /** Tasks waiting: what capacity counts. */
   get queued(): number {
     return this.#queue.length;
+  }
+
+  /** How long the next task to leave has waited, in ms (0: none waits): how far behind the queue is. */
+  get behindMs(): number {
+    const head = this.#queue.peek();
+    return head === undefined ? 0 : this.now() - head.enqueuedAt;
   }
 
   /**
@@ -207,6 +216,7 @@ export class BatchQueue {
     const now = this.now();
     const decision = decideBatch(this.#queue.length, head.enqueuedAt, now, this.policy, this.#waitMs(now, head), this.#cost);
     if ("wakeAt" in decision) {
+      if (this.#fillFrom === Infinity) this.#fillFrom = now;
       this.#wakeAt(decision.wakeAt, now);
       return undefined;
     }
@@ -217,6 +227,7 @@ export class BatchQueue {
   drain(): Task[] {
     const tasks: Task[] = [];
     const now = this.now();
+    this.#fillFrom = Infinity;
     for (let task = this.#queue.shift(); task !== undefined; task = this.#queue.shift()) {
       task.queuedIn = null;
       task.queueMs += now - task.enqueuedAt;
@@ -247,6 +258,8 @@ export class BatchQueue {
     let spent = 0;
     // A queue that predicts sends no task its batch cannot finish in time for: that work would be thrown away.
     const soonest = this.#predict && this.#latency?.ready === true ? now + this.#latency.forwardMs(count) : now;
+    const fillFrom = this.#fillFrom;
+    this.#fillFrom = Infinity;
     while (tasks.length < count) {
       const next = this.#queue.peek();
       if (next === undefined || (tasks.length > 0 && next.deadline > soonest && spent + next.cost > budget)) break;
@@ -263,6 +276,8 @@ export class BatchQueue {
       }
       if (task.share !== undefined) this.#tenantCounted(task.share, "served");
       spent += task.cost;
+      // A task that came after the worker began to wait waited for the fill since it came.
+      if (fillFrom < now) task.fillMs += now - Math.max(fillFrom, task.enqueuedAt);
       this.waited(waited);
       tasks.push(task);
     }

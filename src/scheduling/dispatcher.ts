@@ -2,9 +2,11 @@ import { errorFromWire, type ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { StageMetrics } from "../metrics/registry.js";
 import type { StreamPolicy } from "../stage-options.js";
-import type { BatchItem, ItemResult, ResultMessage, StreamMessage } from "../workers/messages.js";
+import type { BatchItem, BatchMessage, ItemResult, ResultMessage, StreamMessage } from "../workers/messages.js";
 import { Pool, type PoolOptions, type WorkerEvents } from "../workers/pool.js";
 import { attached } from "../workers/transfer.js";
+import { tracer } from "../metrics/tracing.js";
+import type { WorkerTraceReport } from "../metrics/worker-trace.js";
 import type { Task } from "./task.js";
 
 /** One item's successful outcome. */
@@ -13,6 +15,8 @@ export type ItemSuccess = Extract<ItemResult, { ok: true }>;
 /** Where the results of a batch go: the stage, or the model version, whose queue it came from. */
 export interface Delivery {
   readonly metrics: StageMetrics;
+  /** Items of its batches at workers now (the dispatcher keeps it): its running requests. */
+  running: number;
   /** Whether each message is one batch, counted in the batch-size metric (a stage that does not batch sends several single items at once). */
   readonly batches: boolean;
   /** Fields of the log line of an unexpected error, e.g. `{ stage: "Embed_1" }`. */
@@ -35,6 +39,8 @@ export interface Flight {
   readonly model?: string;
   /** The worker it goes to; undefined for any free one. */
   readonly workerId?: number;
+  /** When it was sent, while tracing is on. */
+  sentAt?: number;
 }
 
 /** The free workers, as a chooser may look at them. */
@@ -74,6 +80,8 @@ export class Dispatcher {
       ...events,
       onBatchDone: (flight, result, contentType, elapsedMs) => this.#done(flight, result, contentType, elapsedMs),
       onBatchLost: (flight, error) => {
+        flight.to.running -= flight.tasks.length;
+        if (flight.sentAt !== undefined) this.#traced(flight, error.publicMessage);
         flight.to.landed(flight, undefined);
         for (const task of flight.tasks) if (!task.settled) flight.to.failed(task, error);
       },
@@ -105,11 +113,19 @@ export class Dispatcher {
       task.transfer = undefined;
     }
     if (flight.to.batches) flight.to.metrics.batch(tasks.length);
-    const message = flight.model === undefined ? { kind: "batch" as const, items } : { kind: "batch" as const, items, model: flight.model };
+    if (tracer !== undefined) flight.sentAt = performance.now();
+    flight.to.running += tasks.length;
+    const message: Omit<BatchMessage, "seq"> = flight.model === undefined ? { kind: "batch", items } : { kind: "batch", items, model: flight.model };
+    if (flight.sentAt !== undefined && tasks.some((task) => task.traced !== undefined)) message.traced = true;
     const workerId = this.pool.dispatch(flight, message, transfer.length > 0 ? attached(transfer) : transfer, flight.workerId);
     // A task of several steps keeps its last batch's size and worker.
     for (const task of tasks) task.workerId = workerId;
     if (flight.to.stream !== undefined) tasks.forEach((task, i) => (task.control = (action) => this.pool.control(workerId, flight, i, action)));
+  }
+
+  // The spans of a batch that came back (or was lost), before its tasks move on.
+  #traced({ tasks, to, sentAt }: Flight, error: string | undefined, worker?: WorkerTraceReport): void {
+    tracer?.batch(tasks, to.logFields, tasks[0]?.workerId, sentAt!, performance.now(), error, worker);
   }
 
   // A chunk of one task's stream, or its end.
@@ -130,6 +146,8 @@ export class Dispatcher {
   #done(flight: Flight, result: ResultMessage, contentType: string, elapsedMs: number): void {
     const { tasks, to } = flight;
     to.metrics.forward(elapsedMs);
+    to.running -= tasks.length;
+    if (flight.sentAt !== undefined) this.#traced(flight, result.error?.message, result.trace);
     to.landed(flight, elapsedMs);
     if (result.error !== undefined) {
       const error = errorFromWire(result.error);

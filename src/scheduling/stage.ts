@@ -46,6 +46,7 @@ export class Stage implements Step, Chooser, Delivery {
   readonly dispatcher: Dispatcher;
   readonly metrics: StageMetrics;
   readonly batches: boolean;
+  running = 0;
   readonly logFields: Readonly<Record<string, string>>;
   readonly stream: StreamPolicy | undefined;
   readonly gathers: boolean;
@@ -126,6 +127,11 @@ export class Stage implements Step, Chooser, Delivery {
   /** Items waiting in this stage's queue. */
   get queued(): number {
     return this.#queue.queued;
+  }
+
+  /** How long the next item to leave its queue has waited, in ms. */
+  get behindMs(): number {
+    return this.#queue.behindMs;
   }
 
   /** Workers started and alive. */

@@ -1,4 +1,5 @@
 import type { ShoalError } from "../errors.js";
+import type { RequestTrace } from "../metrics/tracing.js";
 import type { StreamPolicy } from "../stage-options.js";
 import type { RequestMeta } from "../worker.js";
 import type { ResponseCache } from "./response-cache.js";
@@ -40,6 +41,8 @@ export interface Reply {
   end(): void;
   /** Called once when the task settles in any way (answered, failed or dropped), after its answer. */
   release(): void;
+  /** Its request's span, when tracing is on and samples it. */
+  readonly traced?: RequestTrace | undefined;
 }
 
 /**
@@ -65,6 +68,8 @@ export class Task {
   trace: { stage: string; ms: number }[] | undefined;
   /** Time spent in queues so far, every step's together, in ms. */
   queueMs = 0;
+  /** The part of `queueMs` spent held back for its batch to fill while a worker was free, in ms. */
+  fillMs = 0;
   /** Time its batches spent at workers so far (round trip included), every step's together, in ms. */
   forwardMs = 0;
   /** The size of the last batch it was sent in (0: never sent). */
@@ -92,6 +97,8 @@ export class Task {
   /** Its place in a queue order that keeps one (a priority order's), while it is queued there. */
   orderSlot: object | undefined = undefined;
 
+  /** Its request's span, when tracing is on and samples it. */
+  readonly traced: RequestTrace | undefined;
   readonly #reply: Reply;
 
   constructor(
@@ -106,6 +113,7 @@ export class Task {
     this.payload = payload;
     this.transfer = transfer;
     this.#reply = reply;
+    this.traced = reply.traced;
   }
 
   /** True at its first step: the worker decodes the request body. */

@@ -127,6 +127,21 @@ export class BatchRunner<W extends Worker = Worker> {
   }
 
   async run(batch: BatchMessage): Promise<Outgoing> {
+    if (batch.traced !== true) return this.#run(batch);
+    // A traced batch: what the Worker records of it goes back with its result.
+    const { trace } = this.worker;
+    trace.begin();
+    try {
+      const outgoing = await this.#run(batch);
+      const report = trace.finish();
+      if (report !== undefined) outgoing.message.trace = report;
+      return outgoing;
+    } finally {
+      trace.finish();
+    }
+  }
+
+  async #run(batch: BatchMessage): Promise<Outgoing> {
     const { items, seq } = batch;
     const results: ItemResult[] = new Array(items.length);
     const inputs: unknown[] = [];

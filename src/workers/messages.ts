@@ -6,6 +6,7 @@
 import type { WireError } from "../errors.js";
 import type { RequestLimits } from "../limits.js";
 import type { WorkerMetricsReport } from "../metrics/registry.js";
+import type { WorkerTraceReport } from "../metrics/worker-trace.js";
 import type { JsonSchema } from "../schema.js";
 import type { StreamPolicy } from "../stage-options.js";
 import type { TensorMetadata } from "../v2/types.js";
@@ -78,6 +79,8 @@ export interface BatchMessage {
   items: BatchItem[];
   /** On a model host: the loaded model instance the items are for. */
   model?: string;
+  /** Set when tracing samples one of its requests: the Worker's own spans are recorded. */
+  traced?: true;
 }
 
 /** Coordinator to a model host: load a model instance; the answer is `loaded` or `loadFailed`. */
@@ -181,6 +184,8 @@ export interface ResultMessage {
   error?: WireError;
   /** Set when `forward()` failed the batch as a whole and its parts ran again: how many runs that took. */
   retries?: number;
+  /** What the Worker recorded of a traced batch. */
+  trace?: WorkerTraceReport;
 }
 
 /**

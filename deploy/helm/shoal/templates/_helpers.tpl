@@ -49,6 +49,11 @@ then the workers stopping.
 {{- add .Values.drain.preStopSeconds (div (add .Values.timeoutMs 999) 1000) .Values.drain.marginSeconds -}}
 {{- end -}}
 
+{{/* The KEDA query of how far behind: the longest wait of a next queued item over this release's pods. */}}
+{{- define "shoal.kedaBehindQuery" -}}
+{{- printf "max(shoal_queue_behind_seconds{namespace=\"%s\",pod=~\"%s-.*\"})" .Release.Namespace (include "shoal.fullname" .) -}}
+{{- end -}}
+
 {{/* The default KEDA query: requests in flight over this release's pods. */}}
 {{- define "shoal.kedaQuery" -}}
 {{- default (printf "sum(shoal_requests_in_flight{namespace=\"%s\",pod=~\"%s-.*\"})" .Release.Namespace (include "shoal.fullname" .)) .Values.keda.prometheus.query -}}
