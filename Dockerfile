@@ -22,13 +22,14 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 
 # The compiled JavaScript: the compiler and Node's types only (the lock file's versions), not the
 # development dependencies the tests and benchmarks need. Then the package as npm would publish
-# it (package.json's "files": dist/ and the other files it ships), unpacked in /package.
+# it (package.json's "files": dist/ and the other files it ships), unpacked in /package. The image
+# leaves out `shoal/llama`: node-llama-cpp, an optional peer of 680 MB, is not in it.
 FROM deps AS build
 RUN mkdir /tools && cd /tools && npm install --no-save --no-package-lock --ignore-scripts --no-audit --no-fund \
       "typescript@$(node -p "require('/app/package-lock.json').packages['node_modules/typescript'].version")" \
       "@types/node@$(node -p "require('/app/package-lock.json').packages['node_modules/@types/node'].version")"
 COPY . ./
-RUN /tools/node_modules/.bin/tsc -p tsconfig.build.json --typeRoots /tools/node_modules/@types \
+RUN /tools/node_modules/.bin/tsc -p deploy/container/tsconfig.image.json --typeRoots /tools/node_modules/@types \
  && npm pack --ignore-scripts --pack-destination /tmp >/dev/null \
  && mkdir /package && tar -xzf /tmp/shoal-*.tgz -C /package --strip-components=1
 

@@ -42,10 +42,10 @@ const LAYERS: readonly (readonly string[])[] = [
   ["scheduling/"],
   // The workers, and a stage of Python workers (python.ts) as one of their kinds.
   ["workers/", "python.ts"],
-  // `shoal/onnx`: a Worker of the public API, for ONNX models.
-  ["onnx/"],
+  // `shoal/onnx` and `shoal/llama`: Workers of the public API, for ONNX and GGUF models.
+  ["onnx/", "llama/"],
   // The public API a user's Worker is written against.
-  ["worker.ts", "typed-worker.ts", "step-worker.ts", "text-generation.ts", "embeddings.ts", "model-worker.ts", "schema.ts", "codecs.ts", "stage-options.ts", "fan-out.ts", "config.ts", "logger.ts"],
+  ["worker.ts", "typed-worker.ts", "step-worker.ts", "text-generation.ts", "text-stream.ts", "embeddings.ts", "model-worker.ts", "schema.ts", "codecs.ts", "stage-options.ts", "fan-out.ts", "config.ts", "flag-values.ts", "logger.ts"],
   // What that API is built on: tensors, the V2 codec, metric objects.
   ["v2/", "tensor/", "metrics/"],
   ["errors.ts", "limits.ts"],

@@ -88,7 +88,7 @@ test("--help lists every flag with its default and environment variable, and exi
   assert.ok(entries.has("--help"), stdout);
   // Every flag, those added later included, shows its default (unless it is off when absent)
   // and its SHOAL_* variable.
-  const noDefault = new Set(["--help", "--model-repository", "--admin-token", "--admin-token-file"]);
+  const noDefault = new Set(["--help", "--model-repository", "--admin-token", "--admin-token-file", "--tenant-key"]);
   for (const [flag, entry] of entries) {
     if (flag === "--help") continue;
     const env = `SHOAL_${flag.slice(2).replace(/-/g, "_").toUpperCase()}`;

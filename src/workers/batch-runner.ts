@@ -2,10 +2,11 @@ import { errorToWire, ServerError, ValidationError, type ErrorCode, type WireErr
 import { isFanOut, type FanOut } from "../fan-out.js";
 import type { Schema } from "../schema.js";
 import { warmUp } from "./warm-up.js";
-import type { RequestMeta, Worker, WorkerClass, WorkerLog } from "../worker.js";
+import type { RequestMeta, Worker, WorkerClass } from "../worker.js";
+import { logTo } from "./worker-log.js";
 import type { StepWorker } from "../step-worker.js";
 import { isAsyncIterable, ItemStream } from "./item-stream.js";
-import type { BatchItem, BatchMessage, FlowMessage, FromWorker, ItemResult, LogMessage, ReadyMessage, ResultMessage, RunnerIdentity } from "./messages.js";
+import type { BatchItem, BatchMessage, FlowMessage, FromWorker, ItemResult, ReadyMessage, ResultMessage, RunnerIdentity } from "./messages.js";
 import { countError, splitBatch } from "./batch-split.js";
 import { StepScheduler } from "./step-scheduler.js";
 import { exclusive, transferablesOf } from "./transfer.js";
@@ -21,9 +22,8 @@ export interface Outgoing {
 }
 
 /**
- * What a runner answers where a model served with the V2 protocol differs from a stage: the code
- * of a request that could not be decoded when what was thrown is not a Shoal error, and the
- * error of an item that `forward()` failed.
+ * What a runner answers where a model served with the V2 protocol differs from a stage: the code of an
+ * undecodable request (when what was thrown is not a Shoal error), and the error of an item `forward()` failed.
  */
 export interface Failures {
   /** A stage's is DECODING. */
@@ -329,8 +329,7 @@ export class BatchRunner<W extends Worker = Worker> {
   }
 }
 
-// The schema tools (and zod) are loaded only for a Worker class that declares schemas, whose own
-// module has loaded zod already: a model host's workers never load it.
+// The schema tools (and zod) are loaded only for a Worker class that declares schemas (its module has loaded zod already).
 let schemaModule: typeof import("../schema.js") | undefined;
 const schemaTools = async () => (schemaModule ??= await import("../schema.js"));
 
@@ -348,10 +347,4 @@ async function validate(schema: Schema, value: unknown): Promise<ItemResult> {
   } catch (err) {
     return { ok: false, error: errorToWire(err) };
   }
-}
-
-function logTo(send: (message: LogMessage) => void): WorkerLog {
-  const line = (level: LogMessage["level"]) => (msg: string, fields?: Record<string, unknown>) =>
-    send(fields === undefined ? { kind: "log", level, msg } : { kind: "log", level, msg, fields });
-  return { debug: line("debug"), info: line("info"), warn: line("warn"), error: line("error") };
 }
