@@ -23,7 +23,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 # The compiled JavaScript: the compiler and Node's types only (the lock file's versions), not the
 # development dependencies the tests and benchmarks need. Then the package as npm would publish
 # it (package.json's "files": dist/ and the other files it ships), unpacked in /package. The image
-# leaves out `shoal/llama`: node-llama-cpp, an optional peer of 680 MB, is not in it.
+# has no node-llama-cpp (an optional peer of 680 MB): `shoal/llama` compiles against a stand-in of its types.
 FROM deps AS build
 RUN mkdir /tools && cd /tools && npm install --no-save --no-package-lock --ignore-scripts --no-audit --no-fund \
       "typescript@$(node -p "require('/app/package-lock.json').packages['node_modules/typescript'].version")" \
