@@ -64,7 +64,7 @@ export const STREAM_ROUTES: readonly string[] = [STAGE_ROUTES.stream, STAGE_ROUT
 /** The one route whose Worker throws a plain exception by design: its 500s are expected. */
 export const BUGGY_ROUTE = STAGE_ROUTES.buggy;
 
-const BUILTIN = ["/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/init.js", "/docs/favicon-32x32.png", "/docs/swagger-ui.css"];
+const BUILTIN = ["/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/init.js", "/docs/favicon-32x32.png", "/docs/swagger-ui.css", "/dashboard", "/dashboard/metrics.json", "/dashboard/dashboard.js", "/dashboard/dashboard.css"];
 const V2_FIXED = ["/v2", "/v2/", "/v2/health/live", "/v2/health/ready", "/v2/models/stats", "/v2/repository/index", "/v2/models", "/v2/health", "/v2/repository"];
 const KNOWN = [...BUILTIN, ...V2_FIXED, ...Object.values(STAGE_ROUTES)];
 const METHODS = ["GET", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "HEAD"];

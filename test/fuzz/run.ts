@@ -67,7 +67,7 @@ export async function startFuzzServer(extraArgs: string[] = []): Promise<FuzzSer
   writeFileSync(join(repo.dir, "misfit", "misfit.mts"), `export { default } from ${JSON.stringify(fixture(join("models", "misfit.ts")))};\n`);
   const args = [
     "--model-repository", repo.dir, "--workers", "2", "--model-control", "explicit", "--admin-token", FUZZ_TARGET.adminToken,
-    "--cors-origins", FUZZ_TARGET.allowedOrigin, "--control-timeout", "10000", "--log-format", "json", "--grpc-port", String(grpcPort), ...extraArgs,
+    "--cors-origins", FUZZ_TARGET.allowedOrigin, "--control-timeout", "10000", "--dashboard", "--log-format", "json", "--grpc-port", String(grpcPort), ...extraArgs,
   ];
   let server: ServerProcess;
   try {
