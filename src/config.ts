@@ -45,6 +45,8 @@ export interface ServerConfig {
   modelName: string | undefined;
   /** Workers of the shared pool that hosts the models. */
   workers: number;
+  /** Python workers of the shared pool, for the models of a Python runtime (default: an MLServer `settings.json`'s `parallel_workers`, else 1). */
+  pythonWorkers: number | undefined;
   /** How the shared pool runs its workers: threads, or processes. */
   modelIsolation: "thread" | "process";
   /** What the models loaded in the shared pool may cost together, in bytes (0: no budget). */
@@ -125,6 +127,7 @@ function flags(defaults: ServerConfig): Option[] {
     new Option("--model-repository <dir>", "serve every model of this folder with the V2 protocol").env("SHOAL_MODEL_REPOSITORY").default(defaults.modelRepository),
     new Option("--model-name <name>", "the model's name when --model-repository is itself one model's folder (default: its settings' name, else the folder's name)").env("SHOAL_MODEL_NAME").argParser(modelName).default(defaults.modelName),
     new Option("--workers <n>", "workers of the shared pool that hosts the models").env("SHOAL_WORKERS").argParser(integer(1)).default(defaults.workers),
+    new Option("--python-workers <n>", "Python workers of the shared pool, for models of a Python runtime (default: settings.json's parallel_workers, else 1)").env("SHOAL_PYTHON_WORKERS").argParser(integer(1)),
     new Option("--model-isolation <kind>", "run the shared pool's workers as threads or processes").env("SHOAL_MODEL_ISOLATION").choices(["thread", "process"]).default(defaults.modelIsolation),
     new Option("--model-memory-bytes <bytes>", "what loaded models may cost together; the least recently used idle ones are evicted (0: no budget)").env("SHOAL_MODEL_MEMORY_BYTES").argParser(integer(0)).default(defaults.modelMemoryBytes),
     new Option("--model-control <mode>", "none: the repository's models load at start and load/unload are refused (403); explicit: load/unload are open").env("SHOAL_MODEL_CONTROL").choices(["none", "explicit"]).default(defaults.modelControl),
@@ -177,6 +180,7 @@ export function defaultConfig(): ServerConfig {
     modelRepository: undefined,
     modelName: undefined,
     workers: 1,
+    pythonWorkers: undefined,
     modelIsolation: "thread",
     modelMemoryBytes: 0,
     modelControl: "none",
@@ -242,6 +246,7 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     modelRepository: o.modelRepository,
     modelName: o.modelName,
     workers: o.workers,
+    pythonWorkers: o.pythonWorkers,
     modelIsolation: o.modelIsolation,
     modelMemoryBytes: o.modelMemoryBytes,
     modelControl: o.modelControl,

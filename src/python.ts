@@ -40,8 +40,8 @@ export function python(target: string, options: PythonOptions = {}): WorkerClass
   const name = target.slice(colon + 1);
   if (colon <= 0 || !/^[A-Za-z_]\w*$/.test(name)) throw new TypeError(`python('${target}'): name a class, as 'file.py:Class' or 'module:Class'`);
   const cwd = options.cwd === undefined ? undefined : resolve(options.cwd);
-  const interpreter = options.interpreter ?? (options.venv !== undefined ? join(resolve(options.venv), "bin", "python") : (process.env.SHOAL_PYTHON ?? "python3"));
-  const launch: Launch = { file: isAbsolute(interpreter) || !interpreter.includes("/") ? interpreter : resolve(interpreter), args: ["-m", "shoal", target], cwd };
+  const interpreter = options.interpreter ?? (options.venv !== undefined ? join(resolve(options.venv), "bin", "python") : undefined);
+  const launch: Launch = { file: interpreterPath(interpreter), args: ["-m", "shoal", target], cwd };
   // A class of the Python class's name, so that the stage is named after it; its forward() is
   // never called here: the workers are Python processes.
   const cls = {
@@ -59,4 +59,18 @@ export function python(target: string, options: PythonOptions = {}): WorkerClass
 /** How the workers of a Python stage's class start; undefined for any other class. */
 export function pythonLaunch(cls: WorkerClass): Launch | undefined {
   return (cls as Partial<PythonClass>)[PYTHON];
+}
+
+/**
+ * How a Python worker of the shared model pool starts: `$SHOAL_PYTHON` (else `python3`), with the
+ * SDK (`shoal-worker`) installed, hosting the models of the Python runtimes (docs/python.md).
+ */
+export function modelHostLaunch(): Launch {
+  return { file: interpreterPath(undefined), args: ["-m", "shoal", "--models"] };
+}
+
+// A path with a folder in it is taken from the server's working directory; a bare name is found on PATH.
+function interpreterPath(given: string | undefined): string {
+  const interpreter = given ?? process.env.SHOAL_PYTHON ?? "python3";
+  return isAbsolute(interpreter) || !interpreter.includes("/") ? interpreter : resolve(interpreter);
 }

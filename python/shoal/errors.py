@@ -24,6 +24,12 @@ class DecodingError(ShoalError):
     code = "DECODING"
 
 
+class NotFoundError(ShoalError):
+    """404: what the request names is not there."""
+
+    code = "NOT_FOUND"
+
+
 class ValidationError(ShoalError):
     """422: the input decoded but is invalid."""
 

@@ -18,6 +18,8 @@ from .errors import ShoalError, to_wire
 from .worker import LOGGER_NAME, Worker, is_stream
 
 SOCKET_ENV = "SHOAL_SOCKET"
+#: The argument that makes the process a worker of the shared model pool (host.py).
+HOST_ARG = "--models"
 _LEVELS = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error"}
 _STOP = object()
 # The connection of this process, once it runs under Shoal (for the logger and report_metrics).
@@ -114,8 +116,6 @@ class Runner:
         self._states: Dict[int, str] = {}
 
     def start(self, boot: Dict[str, Any]) -> None:
-        if boot.get("host"):
-            raise ShoalError("a Python worker does not host models of the shared pool")
         cls = load_class(self.target)
         worker = cls()
         worker.max_batch_size = int(boot.get("maxBatchSize", 1))
@@ -343,10 +343,11 @@ def _count(outputs: Any) -> str:
 
 
 def main(argv: List[str]) -> int:
-    """``python -m shoal path/to/file.py:Class``, as the server starts each worker of a Python stage."""
+    """``python -m shoal path/to/file.py:Class``, as the server starts each worker of a Python
+    stage, or ``python -m shoal --models``, a Python worker of the shared model pool."""
     global _connection
     if len(argv) != 1:
-        print("usage: python -m shoal path/to/file.py:Class (the server starts it, with SHOAL_SOCKET set)", file=sys.stderr)
+        print("usage: python -m shoal path/to/file.py:Class | --models (the server starts it, with SHOAL_SOCKET set)", file=sys.stderr)
         return 2
     path = os.environ.get(SOCKET_ENV)
     if not path:
@@ -365,7 +366,15 @@ def main(argv: List[str]) -> int:
     logger.addHandler(_LogHandler())
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
-    runner = Runner(connection, argv[0])
+    if argv[0] == HOST_ARG:
+        from .host import ModelHost
+
+        runner = ModelHost(connection)
+    elif boot.get("host"):
+        connection.send("fatal", {"error": {"code": "SERVER", "message": f"a worker of the shared pool is started with {HOST_ARG}"}})
+        return 1
+    else:
+        runner = Runner(connection, argv[0])
     try:
         runner.start(boot)
     except BaseException as err:

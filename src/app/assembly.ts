@@ -10,7 +10,9 @@ import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { Metrics } from "../metrics/registry.js";
 import { Catalog, type ModelSources } from "../models/catalog.js";
+import { serverParallelWorkers } from "../models/mlserver-settings.js";
 import { ModelPool } from "../models/model-pool.js";
+import { SharedPools } from "../models/shared-pools.js";
 import { checkFanOut, checkGatheredAnswers } from "../scheduling/check-fan-out.js";
 import { Stage } from "../scheduling/stage.js";
 import type { Isolation, ResolvedStageOptions } from "../stage-options.js";
@@ -19,7 +21,7 @@ import type { ChannelFactory } from "../workers/channel.js";
 import type { RequestLimits } from "../workers/messages.js";
 import { RestartLimit } from "../workers/restart-policy.js";
 import { commandChannel, processChannel } from "../workers/process-channel.js";
-import { pythonLaunch } from "../python.js";
+import { modelHostLaunch, pythonLaunch } from "../python.js";
 import { threadChannel } from "../workers/thread-channel.js";
 import { GrpcFront } from "../grpc/grpc-front.js";
 import { ApiDocs } from "../http/docs.js";
@@ -78,7 +80,7 @@ export async function startServer(declared: Declared, config: ServerConfig, logg
     bytesInFlight: () => admission.bytesInFlight,
   }, { latency: config.latencyBuckets, batchSize: config.batchSizeBuckets });
   const { stages, routes } = build(declared, config, logger, metrics, restarts);
-  const modelPool = models === undefined ? undefined : sharedPool(config, logger, metrics, restarts);
+  const modelPool = models === undefined ? undefined : sharedPool(config, logger, metrics, restarts, models.repositories);
   const docs = new ApiDocs();
   const catalog = modelPool === undefined ? undefined : new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
   catalog?.register();
@@ -154,11 +156,13 @@ export function checkAnswers(routes: ReadonlyMap<string, Route>): void {
   for (const { path, stages } of routes.values()) checkGatheredAnswers(path, stages.map((s) => ({ name: s.name, options: s.options, contentType: s.pool.declared?.contentType })));
 }
 
-/** The shared pool of workers that hosts the models. */
-export function sharedPool(config: ServerConfig, logger: Logger, metrics: Metrics, restarts: RestartLimit): ModelPool {
-  return new ModelPool({
-    workers: config.workers,
-    channel: CHANNELS[config.modelIsolation],
+/**
+ * The shared pool of workers that hosts the models: `--workers` Node.js workers, and
+ * `--python-workers` Python processes (by default the `parallel_workers` of an MLServer
+ * `settings.json` at a repository's root, else 1) once a model of a Python runtime needs them.
+ */
+export function sharedPool(config: ServerConfig, logger: Logger, metrics: Metrics, restarts: RestartLimit, repositories: readonly string[]): SharedPools {
+  const options = {
     limits: requestLimits(config),
     capacity: config.capacity,
     timeoutMs: config.timeoutMs,
@@ -166,7 +170,10 @@ export function sharedPool(config: ServerConfig, logger: Logger, metrics: Metric
     logger,
     metrics,
     restarts,
-  });
+  };
+  const node = new ModelPool({ ...options, workers: config.workers, channel: CHANNELS[config.modelIsolation] });
+  const pythonWorkers = () => config.pythonWorkers ?? repositories.map(serverParallelWorkers).find((n) => n !== undefined) ?? 1;
+  return new SharedPools(node, () => new ModelPool({ ...options, name: "python-models", workers: pythonWorkers(), channel: commandChannel(modelHostLaunch()) }), logger);
 }
 
 // On SIGTERM or SIGINT: stop taking requests at every door, wait for those in flight (from their

@@ -63,7 +63,7 @@ export async function dryRunServer(declared: Declared, config: ServerConfig, log
   const metrics = new Metrics(config.namespace, { stages: () => [], pools: () => [], models: () => [], inFlight: () => 0, bytesInFlight: () => 0 }, { latency: config.latencyBuckets, batchSize: config.batchSizeBuckets });
   const restarts = new RestartLimit(0, config.restartWindowMs);
   const { stages, routes } = build(declared, config, logger, metrics, restarts, true);
-  const modelPool = models === undefined ? undefined : sharedPool({ ...config, workers: 1, modelMemoryBytes: 0 }, logger, metrics, restarts);
+  const modelPool = models === undefined ? undefined : sharedPool({ ...config, workers: 1, pythonWorkers: 1, modelMemoryBytes: 0 }, logger, metrics, restarts, models.repositories);
   try {
     await Promise.all(stages.map((s) => s.pool.start()));
     checkAnswers(routes);

@@ -1,7 +1,7 @@
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { ControlQueue, withDeadline, type ControlKind } from "./control-queue.js";
-import type { ModelPool } from "./model-pool.js";
+import type { SharedPools } from "./shared-pools.js";
 import type { ModelVersion } from "./model-version.js";
 import { defaultVersion, scanRepository, specsOf, type ModelSpec } from "./repository.js";
 import { SettingsError, type ModelSettings } from "./settings.js";
@@ -38,7 +38,7 @@ export class Catalog {
 
   constructor(
     readonly sources: ModelSources,
-    readonly pool: ModelPool,
+    readonly pool: SharedPools,
     readonly logger: Logger,
     /** How long a load or unload request waits for its outcome before it is answered 503. */
     readonly controlTimeoutMs = 60_000,

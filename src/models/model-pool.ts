@@ -16,6 +16,8 @@ const MAX_INTERRUPTED_LOADS = 2;
 
 /** What the shared pool needs from the server around it. */
 export interface ModelPoolOptions {
+  /** Its name in metrics and logs: "models" by default. */
+  name?: string;
   /** Workers in the pool. */
   workers: number;
   channel: ChannelFactory;
@@ -61,17 +63,18 @@ export class ModelPool implements Hosting, Chooser {
     this.#startup = new Promise((resolve, reject) => (this.#begin = (error) => (error === undefined ? resolve() : reject(error))));
     // A pool that never starts has no control request to fail, or one that gets this error.
     this.#startup.catch(() => {});
-    this.#log = options.logger.child({ pool: "models" });
+    const name = options.name ?? "models";
+    this.#log = options.logger.child({ pool: name });
     this.#dispatcher = new Dispatcher(
       {
-        name: "models",
+        name,
         num: options.workers,
         boot: (workerId) => ({ host: true, workerId, num: options.workers, limits: options.limits }),
         timeoutMs: options.timeoutMs,
         env: undefined,
         channel: options.channel,
         logger: options.logger,
-        metrics: options.metrics.stage("models"),
+        metrics: options.metrics.stage(name),
         restarts: options.restarts,
       },
       this,
@@ -111,7 +114,8 @@ export class ModelPool implements Hosting, Chooser {
     try {
       await this.pool.start();
     } catch (err) {
-      this.#begin(new ShoalError("NOT_READY", "the shared pool did not start"));
+      this.#begin(new ShoalError("NOT_READY", `the ${this.#options.name ?? "models"} pool did not start`));
+      for (const model of this.#versions.values()) model.fail(`its pool did not start: ${(err as Error).message}`);
       throw err;
     }
     this.#started = true;
@@ -290,9 +294,7 @@ export class ModelPool implements Hosting, Chooser {
         model.state = "evicted";
         model.reason = `waiting for room: ${instance.failure!.message}`;
       } else {
-        model.state = "failed";
-        model.reason = instance.failure?.message ?? "no worker to load it on";
-        for (const task of model.queue.drain()) task.fail(new ShoalError("NOT_READY", `model ${model.label} failed to load: ${model.reason}`));
+        model.fail(instance.failure?.message ?? "no worker to load it on");
       }
     }
     this.pump();
@@ -330,7 +332,6 @@ export class ModelPool implements Hosting, Chooser {
     for (const waiting of this.#versions.values()) if (waiting.state === "evicted" && waiting.queue.queued > 0) void this.#load(waiting);
     this.pump();
   }
-
 }
 
 // Whether two specs load the same thing (they come from the same code, in the same key order).

@@ -241,6 +241,13 @@ export class ModelVersion implements Step {
     return undefined;
   }
 
+  /** It could not load, for `reason`: the requests waiting for it are answered 503 with why. */
+  fail(reason: string): void {
+    this.state = "failed";
+    this.reason = reason;
+    for (const task of this.queue.drain()) task.fail(new ShoalError("NOT_READY", `model ${this.label} failed to load: ${reason}`));
+  }
+
   /** Resolves when it has nothing queued and nothing in workers. */
   drained(): Promise<void> {
     if (this.#idle()) return Promise.resolve();

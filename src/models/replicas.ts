@@ -115,6 +115,8 @@ export class Replicas {
         runtime: spec.runtime,
         dir: spec.dir,
         ...(spec.file === undefined ? {} : { file: spec.file }),
+        ...(spec.class === undefined ? {} : { class: spec.class }),
+        ...(spec.mlserver === undefined ? {} : { mlserver: spec.mlserver }),
         maxBatchSize: spec.maxBatchSize,
         workers: this.#options.workers,
         parameters: spec.parameters,

@@ -7,6 +7,7 @@
 import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { basename, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { pathToFileURL } from "node:url";
+import { mlserverVersion } from "./mlserver-settings.js";
 import { SettingsError, parseSettings, readSettingsFile, resolveParameters, type ModelSettings, type TensorMetadata } from "./settings.js";
 
 /** The settings file of a model folder. */
@@ -34,7 +35,19 @@ export interface ModelSpec {
   outputs: TensorMetadata[] | undefined;
   /** The settings as given (environment references unread), for `GET /v2/models/{m}/config`. */
   settings: ModelSettings;
+  /** The class a Python runtime runs: `/abs/model.py:Class` for `"python"`, the `MLModel` subclass's import path for `"mlserver"`. */
+  class?: string;
+  /** An MLServer settings file as written, for the `"mlserver"` runtime. */
+  mlserver?: Record<string, unknown>;
 }
+
+/** Whether a runtime runs in the Python workers of the shared pool. */
+export function isPythonRuntime(runtime: string): boolean {
+  return PYTHON_RUNTIMES.has(runtime);
+}
+
+// The runtimes of the Python workers: a class of one's own, and MLServer's MLModel subclasses.
+const PYTHON_RUNTIMES: ReadonlySet<string> = new Set(["python", "mlserver"]);
 
 /** What a repository scan found: the models it can load, and the folders it could not read. */
 export interface Scan {
@@ -108,6 +121,7 @@ export function specsOf(settings: ModelSettings, folder: string, source: string)
   if (!existsSync(folder)) throw new SettingsError(`${source}: there is no folder ${folder}`);
   const root = realpathSync(folder);
   const parameters = resolveParameters(settings.parameters, source);
+  if (isPythonRuntime(settings.runtime)) return [pythonSpec(settings, root, source, parameters)];
   const versions = settings.versions ?? versionFolders(root);
   const runtime = settings.runtime in FILE_RUNTIMES ? settings.runtime : moduleUrl(settings.runtime, root, source);
   return (versions.length === 0 ? [""] : versions).map((version) => {
@@ -132,6 +146,40 @@ export function specsOf(settings: ModelSettings, folder: string, source: string)
       settings,
     };
   });
+}
+
+// A model of a Python runtime: its files are its folder. An MLServer model's version is its
+// `parameters.version` (MLServer's versions are labels, not folders); a `"python"` class's file is
+// found from the model folder, and stays inside it.
+function pythonSpec(settings: ModelSettings, root: string, source: string, parameters: Record<string, unknown>): ModelSpec {
+  const given = settings.class!;
+  const colon = given.lastIndexOf(":");
+  const file = given.slice(0, colon);
+  let cls = given;
+  if (settings.runtime === "python") {
+    if (colon <= 0 || !file.endsWith(".py")) throw new SettingsError(`${source}: class: '${given}' names no class: write "model.py:Classify"`);
+    const path = resolve(root, file);
+    if (!existsSync(path)) throw new SettingsError(`${source}: class: no file ${path}`);
+    cls = `${inside(root, path, source, "class", file)}${given.slice(colon)}`;
+  }
+  const mlserver = settings.mlserver;
+  return {
+    name: settings.name,
+    version: mlserver === undefined ? "" : mlserverVersion(mlserver),
+    runtime: settings.runtime,
+    dir: root,
+    file: undefined,
+    maxBatchSize: settings.maxBatchSize,
+    maxWaitMs: settings.maxWaitMs,
+    replicas: settings.replicas,
+    costBytes: settings.memoryBytes ?? sizeOf(root),
+    parameters,
+    inputs: settings.inputs,
+    outputs: settings.outputs,
+    settings,
+    class: cls,
+    ...(mlserver === undefined ? {} : { mlserver }),
+  };
 }
 
 /**

@@ -3,7 +3,9 @@
  * `Server.addModel()`. Checked with zod, so that a mistake is reported with the file and field.
  */
 import { readFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { z } from "zod";
+import { fromMLServer, isMLServerSettings } from "./mlserver-settings.js";
 import { V2_DATATYPES } from "../tensor/datatypes.js";
 import type { TensorMetadata } from "../v2/types.js";
 import { checkPrioritySettings, prioritySettingsShape } from "../stage-options.js";
@@ -27,6 +29,10 @@ export const modelSettingsSchema = z.strictObject({
   versions: z.array(z.string().regex(NAME, "letters, digits, '_', '.' and '-' only")).min(1).optional(),
   /** `"onnx"`, `"llama"` (a GGUF language model), or the path (from the model folder) of a module that exports a Worker class. */
   runtime: z.string().min(1),
+  /** The Python class of the `"python"` runtime (`model.py:Classify`, from the model folder), or the `MLModel` subclass of `"mlserver"`. */
+  class: z.string().min(1).optional(),
+  /** An MLServer settings file as written, for the `"mlserver"` runtime (set when the file is in MLServer's format). */
+  mlserver: z.record(z.string(), z.unknown()).optional(),
   /** The `.onnx` (or, for `"llama"`, `.gguf`) file in each version folder (default: the only one there). */
   file: z.string().min(1).optional(),
   maxBatchSize: z.number().int().min(1).default(1),
@@ -51,7 +57,12 @@ export const modelSettingsSchema = z.strictObject({
   outputs: z.array(tensorMetadata).optional(),
   /** Priority levels and queue policies, Triton's names in camelCase (docs/scheduling.md). */
   ...prioritySettingsShape,
-}).superRefine(checkPrioritySettings);
+}).superRefine((settings, ctx) => {
+  checkPrioritySettings(settings, ctx);
+  if ((settings.runtime === "python" || settings.runtime === "mlserver") && settings.class === undefined) {
+    ctx.addIssue({ code: "custom", path: ["class"], message: `the ${settings.runtime} runtime runs a class: name it, as "model.py:Classify"` });
+  }
+});
 
 /** Settings as written: defaults may be left out. */
 export type ModelSettingsInput = z.input<typeof modelSettingsSchema>;
@@ -76,8 +87,7 @@ export class SettingsError extends Error {
 export function parseSettings(value: unknown, source: string): ModelSettings {
   const parsed = modelSettingsSchema.safeParse(value);
   if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(root)"}: ${issue.message}`);
-  throw new SettingsError(`${source}: ${problems.join("; ")}`);
+  throw new SettingsError(`${source}: ${zodProblems(parsed.error)}`);
 }
 
 /** Reads and checks a `model-settings.json` file. */
@@ -94,7 +104,18 @@ export function readSettingsFile(file: string): ModelSettings {
   } catch (err) {
     throw new SettingsError(`${file}: not JSON: ${(err as Error).message}`);
   }
-  return parseSettings(value, file);
+  if (!isMLServerSettings(value)) return parseSettings(value, file);
+  try {
+    return parseSettings(fromMLServer(value, dirname(file)), file);
+  } catch (err) {
+    if (err instanceof z.ZodError) throw new SettingsError(`${file}: ${zodProblems(err)}`);
+    throw err;
+  }
+}
+
+// Each field at fault and what is wrong with it.
+function zodProblems(error: z.ZodError): string {
+  return error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(root)"}: ${issue.message}`).join("; ");
 }
 
 // A parameter given as `{"env": NAME}` (that key alone) is read from the environment.

@@ -1,5 +1,5 @@
 import type { PoolGauges } from "../metrics/registry.js";
-import type { ModelPool } from "../models/model-pool.js";
+import type { SharedPools } from "../models/shared-pools.js";
 import type { Stage } from "../scheduling/stage.js";
 import type { RestartLimit } from "../workers/restart-policy.js";
 
@@ -33,11 +33,11 @@ interface NamedPool {
  */
 export class ServerHealth implements Health {
   readonly #stages: () => readonly Stage[];
-  readonly #models: () => ModelPool | undefined;
+  readonly #models: () => SharedPools | undefined;
   readonly #restarts: RestartLimit;
   readonly #draining: () => boolean;
 
-  constructor(stages: () => readonly Stage[], models: () => ModelPool | undefined, restarts: RestartLimit, draining: () => boolean) {
+  constructor(stages: () => readonly Stage[], models: () => SharedPools | undefined, restarts: RestartLimit, draining: () => boolean) {
     this.#stages = stages;
     this.#models = models;
     this.#restarts = restarts;
@@ -67,9 +67,7 @@ export class ServerHealth implements Health {
 
   #pools(): NamedPool[] {
     const pools: NamedPool[] = this.#stages().map((s) => ({ label: s.name, gauge: s.name, workers: s.pool }));
-    const models = this.#models();
-    if (models !== undefined) pools.push({ label: "the shared model pool", gauge: "models", workers: models.pool });
-    return pools;
+    return [...pools, ...(this.#models()?.parts() ?? [])];
   }
 }
 

@@ -91,12 +91,16 @@ export interface LoadMessage {
   name: string;
   /** "" when unversioned. */
   version: string;
-  /** `"onnx"`, `"llama"`, or the URL of a module that exports a Worker class. */
+  /** `"onnx"`, `"llama"`, `"python"`, `"mlserver"`, or the URL of a module that exports a Worker class. */
   runtime: string;
   /** The version's folder. */
   dir: string;
   /** The model file, for the ONNX and llama.cpp runtimes. */
   file?: string;
+  /** The class a Python runtime runs (`"python"`: `/abs/model.py:Class`; `"mlserver"`: the `MLModel` subclass's import path). */
+  class?: string;
+  /** For `"mlserver"`: its settings file as written, which the `mlserver` package reads. */
+  mlserver?: Record<string, unknown>;
   maxBatchSize: number;
   /** How many models may share the worker's cores (threads each ONNX session takes). */
   workers: number;

@@ -1,0 +1,212 @@
+"""MLServer's custom runtimes served unchanged: a ``model-settings.json`` in MLServer's format
+whose ``implementation`` names an ``MLModel`` subclass. The ``mlserver`` package's own types do
+the work: ``ModelSettings`` reads the settings (and imports the class from the settings' folder),
+``InferenceRequest`` checks each request, ``BatchedRequests`` merges a batch into one request and
+splits the answer (MLServer's adaptive batching), and ``load``, ``predict``, ``predict_stream``
+and ``unload`` run as MLServer runs them. Answers are as MLServer gives them: the request's id
+(a new UUID when it has none), ``parameters.headers`` as response headers, CloudEvents headers."""
+
+import os
+import uuid
+from typing import Any, AsyncIterator, Dict, List, Optional, Tuple
+
+from . import v2
+from .errors import BadRequestError, NotFoundError, ServerError, ShoalError, ValidationError, to_wire
+from .host import stream_policy
+
+try:
+    import mlserver
+    from mlserver.batching.requests import BatchedRequests
+    from mlserver.errors import MLServerError
+    from mlserver.model import MLModel
+    from mlserver.settings import ModelSettings
+    from mlserver.types import InferenceRequest, InferenceResponse
+    from pydantic import ValidationError as SchemaError
+except ImportError:  # pragma: no cover - exercised where mlserver is missing
+    mlserver = None
+
+# MLServerError's status codes, as codes of Shoal's error table.
+_CODES = {400: BadRequestError, 404: NotFoundError, 422: ValidationError}
+
+
+def mapped(err: BaseException) -> BaseException:
+    """An ``MLServerError`` as the ShoalError of its status (500 for any status Shoal's table has
+    not); the message is ``str(err)``, as MLServer answers it. Any other error as it is."""
+    if mlserver is not None and isinstance(err, MLServerError):
+        return _CODES.get(getattr(err, "status_code", 400), ServerError)(str(err))
+    return err
+
+
+class MLServerModel:
+    """One loaded ``MLModel``: its settings, its instance, and the strict checks its settings ask for."""
+
+    def __init__(self, message: Dict[str, Any]):
+        if mlserver is None:
+            raise ServerError("the model's settings name an MLServer runtime, and the mlserver package is not installed in the Python workers' environment")
+        raw = dict(message.get("mlserver") or {})
+        raw["name"] = message["name"]
+        parameters = dict(raw.get("parameters") or {})
+        # MLServer's repository points an unset uri at the settings' folder.
+        parameters.setdefault("uri", message["dir"])
+        raw["parameters"] = parameters
+        self.name = message["name"]
+        self.version = message.get("version") or None
+        self.strict = raw.pop("strict_inputs", False) is True
+        # MLServer imports `implementation` with the folder of the settings' file first on sys.path.
+        self.settings = ModelSettings.model_validate({**raw, "_source": os.path.join(message["dir"], "model-settings.json")})
+        self.model: Any = None
+
+    async def load(self) -> Dict[str, Any]:
+        try:
+            self.model = self.settings.implementation(self.settings)
+            ready = await self.model.load()
+        except BaseException as err:
+            raise mapped(err) from err
+        if ready is False:
+            raise ServerError(f"{type(self.model).__name__}.load() returned False")
+        self.model.ready = True
+        metadata = await self.model.metadata()
+        return {
+            "platform": metadata.platform or "",
+            "inputs": [_tensor(t) for t in metadata.inputs or []],
+            "outputs": [_tensor(t) for t in metadata.outputs or []],
+            # A model that streams by its nature; any other answers /infer_stream with predict() once, as MLServer does.
+            **({"stream": stream_policy()} if type(self.model).predict_stream is not MLModel.predict_stream else {}),
+        }
+
+    async def unload(self) -> None:
+        if self.model is not None:
+            await self.model.unload()
+            self.model.ready = False
+
+    async def run(self, items: List[Dict[str, Any]]) -> Tuple[List[Any], Dict[int, Any]]:
+        """One result per item, and the streams of the items whose clients take one."""
+        results: List[Any] = [None] * len(items)
+        requests: Dict[int, Tuple[Any, Dict[str, Any]]] = {}
+        for i, item in enumerate(items):
+            try:
+                requests[i] = self._request(item)
+            except Exception as err:
+                results[i] = {"ok": False, "error": _wire(err)}
+        streams = {i: self._stream(*requests.pop(i)) for i in list(requests) if items[i].get("stream")}
+        for i in streams:
+            results[i] = {"ok": True, "value": None}
+        if requests:
+            for i, answer in (await self._predict(requests)).items():
+                results[i] = answer
+        return results, streams
+
+    # A batch in one predict(), merged and split by MLServer's own BatchedRequests; an error
+    # fails every request of the batch, as MLServer's adaptive batching does.
+    async def _predict(self, requests: Dict[int, Tuple[Any, Dict[str, Any]]]) -> Dict[int, Any]:
+        try:
+            if len(requests) == 1:
+                [(i, (request, _header))] = requests.items()
+                responses = {i: await self.model.predict(request)}
+            else:
+                batch = BatchedRequests({str(i): request for i, (request, _header) in requests.items()})
+                merged = await self.model.predict(batch.merged_request)
+                responses = {int(i): r for i, r in batch.split_response(merged).items()}
+        except BaseException as err:
+            error = _wire(mapped(err))
+            return {i: {"ok": False, "error": error} for i in requests}
+        return {i: self._answer(responses[i], *requests[i]) for i in requests}
+
+    async def _stream(self, request: Any, header: Dict[str, Any]) -> AsyncIterator[bytes]:
+        async def one():
+            yield request
+
+        try:
+            async for response in self.model.predict_stream(one()):
+                body, _headers = self._encode(response, request, header)
+                yield body
+        except BaseException as err:
+            raise mapped(err) from err
+
+    def _request(self, item: Dict[str, Any]) -> Tuple[Any, Dict[str, Any]]:
+        meta = item.get("meta") or {}
+        header, raws = v2.read_request(item.get("payload"), meta)
+        inputs = []
+        for tensor, raw in zip(header["inputs"], raws):
+            tensor = dict(tensor)
+            if raw is not None:
+                # As MLServer's gRPC takes raw contents: the elements in `data`.
+                parameters = {k: v for k, v in (tensor.get("parameters") or {}).items() if k != "binary_data_size"}
+                tensor["parameters"] = parameters or None
+                tensor["data"] = v2.unpack_raw(tensor.get("datatype"), tensor.get("shape") or [], raw, as_array=False)
+            inputs.append(tensor)
+        parameters = {k: v for k, v in (header.get("parameters") or {}).items() if k != "binary_data_output"}
+        # MLServer gives a model the request's headers in its parameters, in place of any sent there.
+        parameters["headers"] = {k: (", ".join(v) if isinstance(v, list) else v) for k, v in (meta.get("headers") or {}).items()}
+        try:
+            request = InferenceRequest.model_validate({**header, "inputs": inputs, "parameters": parameters})
+        except SchemaError as err:
+            raise ValidationError(str(err)) from err
+        if request.id is None:
+            request.id = str(uuid.uuid4())
+        if self.strict:
+            self._check(request)
+        return request, header
+
+    # The strict checks a settings key turns on: every input declared, of its datatype and shape.
+    def _check(self, request: Any) -> None:
+        declared = {t.name: t for t in self.settings.inputs or []}
+        for tensor in request.inputs:
+            spec = declared.get(tensor.name)
+            if spec is None:
+                raise BadRequestError(f"unknown input '{tensor.name}': the model takes {', '.join(declared) or 'none'}")
+            if tensor.datatype != spec.datatype:
+                raise BadRequestError(f"input '{tensor.name}' is {tensor.datatype}, and the model takes {spec.datatype}")
+            if len(tensor.shape) != len(spec.shape) or any(d != -1 and d != s for d, s in zip(spec.shape, tensor.shape)):
+                raise BadRequestError(f"input '{tensor.name}' has shape {tensor.shape}, and the model takes {spec.shape}")
+
+    def _answer(self, response: Any, request: Any, header: Dict[str, Any]) -> Dict[str, Any]:
+        try:
+            body, headers = self._encode(response, request, header)
+        except Exception as err:
+            return {"ok": False, "error": _wire(err, "ENCODING")}
+        answer: Dict[str, Any] = {"ok": True, "value": body, "contentType": "application/octet-stream" if v2.HEADER_LENGTH in headers else "application/json"}
+        if headers:
+            answer["headers"] = headers
+        return answer
+
+    # The response as MLServer's data plane sends it: the request's id, the model's name and
+    # version, `parameters.headers` moved to the response's headers, with CloudEvents' beside them.
+    def _encode(self, response: Any, request: Any, header: Dict[str, Any]) -> Tuple[bytes, Dict[str, str]]:
+        if not isinstance(response, InferenceResponse):
+            raise ShoalError(f"predict() returned a {type(response).__name__}, not an InferenceResponse")
+        response.id = request.id
+        response.model_name = response.model_name or self.name
+        if response.model_version is None and self.version is not None:
+            response.model_version = self.version
+        headers = {
+            "ce-specversion": "0.3",
+            "ce-source": "io.seldon.serving.deployment.mlserver",
+            "ce-type": "io.seldon.serving.inference.response",
+            "ce-modelid": self.name,
+            "ce-inferenceservicename": "mlserver",
+            "ce-endpoint": self.name,
+            "ce-id": request.id,
+            "ce-requestid": request.id,
+        }
+        if response.parameters is not None and response.parameters.headers:
+            headers.update({str(k).lower(): str(v) for k, v in response.parameters.headers.items()})
+            response.parameters.headers = None
+        plain = response.model_dump(exclude_none=True)
+        if plain.get("parameters") == {}:
+            del plain["parameters"]
+        body, binary = v2.write_response(plain, header)
+        headers.update(binary)
+        return body, headers
+
+
+def _tensor(metadata: Any) -> Dict[str, Any]:
+    return {"name": metadata.name, "datatype": metadata.datatype, "shape": list(metadata.shape)}
+
+
+def _wire(err: BaseException, code: str = "INTERNAL") -> Dict[str, Any]:
+    error = to_wire(err, code)
+    if not error["message"] and not isinstance(err, ShoalError):
+        # MLServer names the class of an error it did not expect: `builtins.Exception: bar`.
+        error["message"] = f"{type(err).__module__}.{type(err).__name__}: {err}"
+    return error
