@@ -27,3 +27,21 @@ export function pythonSdk(): { python: string; skip?: undefined } | { skip: stri
     return { skip: `the Python SDK's venv could not be made (${why})` };
   }
 }
+
+/**
+ * The Python of the MLServer runtimes' tests: the benchmarks' venv (bench/.venv, with MLServer as
+ * bench/requirements-mlserver.txt pins it, which .ci/run installs), running the SDK from the tree
+ * (`PYTHONPATH=python`). Outside CI, a venv without MLServer skips those tests, saying why; in CI
+ * (`CI=true`) it fails them.
+ */
+export function mlserverPython(): { env: Record<string, string>; skip?: undefined } | { skip: string } {
+  const python = join(ROOT, "bench", ".venv", "bin", "python");
+  try {
+    execFileSync(python, ["-c", "import mlserver, msgpack, numpy"], { stdio: "pipe" });
+    return { env: { SHOAL_PYTHON: python, PYTHONPATH: join(ROOT, "python") } };
+  } catch (err) {
+    const why = `bench/.venv has no MLServer (python3 -m venv bench/.venv && bench/.venv/bin/pip install -r bench/requirements-mlserver.txt): ${(err as Error).message.split("\n")[0]}`;
+    if (process.env.CI === "true") throw new Error(why);
+    return { skip: why };
+  }
+}

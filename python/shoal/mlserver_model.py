@@ -55,6 +55,7 @@ class MLServerModel:
         # MLServer imports `implementation` with the folder of the settings' file first on sys.path.
         self.settings = ModelSettings.model_validate({**raw, "_source": os.path.join(message["dir"], "model-settings.json")})
         self.model: Any = None
+        self.streams = False
 
     async def load(self) -> Dict[str, Any]:
         try:
@@ -65,13 +66,14 @@ class MLServerModel:
         if ready is False:
             raise ServerError(f"{type(self.model).__name__}.load() returned False")
         self.model.ready = True
+        self.streams = type(self.model).predict_stream is not MLModel.predict_stream
         metadata = await self.model.metadata()
         return {
             "platform": metadata.platform or "",
             "inputs": [_tensor(t) for t in metadata.inputs or []],
             "outputs": [_tensor(t) for t in metadata.outputs or []],
             # A model that streams by its nature; any other answers /infer_stream with predict() once, as MLServer does.
-            **({"stream": stream_policy()} if type(self.model).predict_stream is not MLModel.predict_stream else {}),
+            **({"stream": stream_policy()} if self.streams else {}),
         }
 
     async def unload(self) -> None:
@@ -80,7 +82,8 @@ class MLServerModel:
             self.model.ready = False
 
     async def run(self, items: List[Dict[str, Any]]) -> Tuple[List[Any], Dict[int, Any]]:
-        """One result per item, and the streams of the items whose clients take one."""
+        """One result per item, and the streams of the items whose clients take one. A model that
+        streams answers a client that takes one answer with its responses joined."""
         results: List[Any] = [None] * len(items)
         requests: Dict[int, Tuple[Any, Dict[str, Any]]] = {}
         for i, item in enumerate(items):
@@ -91,10 +94,31 @@ class MLServerModel:
         streams = {i: self._stream(*requests.pop(i)) for i in list(requests) if items[i].get("stream")}
         for i in streams:
             results[i] = {"ok": True, "value": None}
-        if requests:
+        if requests and self.streams:
+            for i, (request, header) in requests.items():
+                results[i] = await self._gathered(request, header)
+        elif requests:
             for i, answer in (await self._predict(requests)).items():
                 results[i] = answer
         return results, streams
+
+    # The responses of predict_stream() as one: each output's elements joined along the first axis.
+    async def _gathered(self, request: Any, header: Dict[str, Any]) -> Dict[str, Any]:
+        async def one():
+            yield request
+
+        try:
+            responses = [response async for response in self.model.predict_stream(one())]
+        except BaseException as err:
+            return {"ok": False, "error": _wire(mapped(err))}
+        if not responses:
+            return {"ok": False, "error": {"code": "SERVER", "message": "predict_stream() gave no response"}}
+        joined = responses[0].model_copy(deep=True)
+        for output in joined.outputs:
+            parts = [o for r in responses for o in r.outputs if o.name == output.name]
+            output.data = [v for o in parts for v in o.data]
+            output.shape = [sum(o.shape[0] for o in parts), *output.shape[1:]]
+        return self._answer(joined, request, header)
 
     # A batch in one predict(), merged and split by MLServer's own BatchedRequests; an error
     # fails every request of the batch, as MLServer's adaptive batching does.
