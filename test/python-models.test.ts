@@ -56,8 +56,9 @@ describe("Python models on the shared pool", { skip: sdk.skip ?? false }, () => 
     const json = await client.v2.infer("scale", X([0.5]));
     assert.deepEqual([...outputOf(json, "y").data], [1.5]);
     assert.deepEqual(await client.v2.modelMetadata("scale").then((m) => m.inputs), [{ name: "x", datatype: "FP32", shape: [-1] }]);
-    // The Python workers are counted as their own part of the pool.
-    assert.equal(await metric(server.url, "shoal_stage_live_workers", { stage: "python-models" }), 2);
+    // The Python workers are their own part of the pool, in the metrics as such; a model is on `replicas` of them.
+    assert.equal(await metric(server.url, "shoal_stage_workers_backing_off", { stage: "python-models" }), 0);
+    assert.equal(await metric(server.url, "shoal_stage_live_workers", { model: "scale" }), 1);
   });
 
   test("concurrent requests to a Python model share batches, and a bad request fails alone", async () => {
