@@ -107,11 +107,28 @@ describe("MLServer runtimes on Shoal", { skip: python.skip ?? false }, () => {
     assert.match(badType.json.error, /Input should be 'BOOL', 'UINT8', .* or 'BYTES'/);
   });
 
+  test("declared inputs are documentation, unless the settings' strict_inputs turns Shoal's checks on", async () => {
+    // sum-model declares FP32 [128], and takes INT32 [1, 3] all the same, as MLServer does.
+    assert.equal((await post(`${url}/v2/models/sum-model/infer`, SUM_REQUEST)).status, 200);
+    assert.deepEqual((await post(`${url}/v2/models/strict-sum-model/infer`, SUM_REQUEST)).json.outputs[0].data, [6]);
+    const refused = [
+      [{ ...SUM_REQUEST.inputs[0], datatype: "FP32" }, "bad request: input 'input-0' is FP32, and the model takes INT32"],
+      [{ ...SUM_REQUEST.inputs[0], shape: [3, 1] }, "bad request: input 'input-0' has shape [3, 1], and the model takes [-1, 3]"],
+      [{ ...SUM_REQUEST.inputs[0], name: "x" }, "bad request: unknown input 'x': the model takes input-0"],
+    ] as const;
+    for (const [input, error] of refused) {
+      const reply = await post(`${url}/v2/models/strict-sum-model/infer`, { inputs: [input] });
+      assert.equal(reply.status, 400, reply.text);
+      assert.equal(reply.json.error, error);
+    }
+  });
+
   test("the repository: every settings file indexed, a load that fails says why, unload and load", async () => {
     const index = (await post(`${url}/v2/repository/index`, {})).json as { name: string; version?: string; state: string; reason: string }[];
     assert.deepEqual(index.map((e) => [e.name, e.version, e.state]).sort(), [
       ["error-model", "v1.2.3", "READY"],
       ["load-error-model", "v1.2.3", "UNAVAILABLE"],
+      ["strict-sum-model", undefined, "READY"],
       ["sum-model", "v1.2.3", "READY"],
       ["text-model", "v1.2.3", "READY"],
       ["text-stream-model", "v1.2.3", "READY"],
@@ -148,7 +165,7 @@ describe("MLServer runtimes on Shoal", { skip: python.skip ?? false }, () => {
     assert.deepEqual(stream.outputs[0].shape.map(Number), [6, 1]);
     assert.equal((await grpc.error("ModelInfer", { ...GRPC_SUM, model_name: "my-model" })).code, 5); // NOT_FOUND
     assert.equal((await grpc.error("ModelInfer", { ...GRPC_SUM, model_name: "error-model" })).code, 3); // INVALID_ARGUMENT
-    assert.equal((await grpc.call("RepositoryIndex", {})).models.length, 5);
+    assert.equal((await grpc.call("RepositoryIndex", {})).models.length, 6);
     await grpc.call("RepositoryModelUnload", { model_name: "sum-model" });
     assert.equal((await grpc.error("ModelMetadata", { name: "sum-model" })).code, 5);
     await grpc.call("RepositoryModelLoad", { model_name: "sum-model" });
