@@ -9,16 +9,14 @@ package's own types and codecs (mlserver_model.py)."""
 
 import asyncio
 import logging
-import os
 import queue
-import threading
 from typing import Any, Dict, List
 
 from . import wire
 from .errors import ServerError, to_wire
+from .jobs import STOP, Flow, read_jobs
 from .worker import LOGGER_NAME
 
-_STOP = object()
 #: What a streamed item's client may leave unread before its stream waits (the coordinator's default).
 STREAM_BUFFER_BYTES = 1024 * 1024
 
@@ -44,10 +42,7 @@ class ModelHost:
         self.models: Dict[str, Any] = {}
         self.queue: "queue.Queue[Any]" = queue.Queue()
         self.loop = asyncio.new_event_loop()
-        # Flow control of the batch being streamed: its seq, and each item's state.
-        self._flow = threading.Condition()
-        self._seq = None
-        self._states: Dict[int, str] = {}
+        self.flow = Flow()
 
     def start(self, _boot: Dict[str, Any]) -> None:
         """Says ready at once: the models come later, one ``load`` each."""
@@ -55,29 +50,12 @@ class ModelHost:
 
     # The reader thread: loads, unloads and batches in order to the queue, flow control to the streams.
     def read(self) -> None:
-        while True:
-            frame = self.connection.receive()
-            if frame is None:
-                os._exit(0)
-            kind, seq, _flags, body = frame
-            if kind in ("batch", "load", "unload"):
-                self.queue.put((kind, seq, body))
-            elif kind == "flow":
-                with self._flow:
-                    index = body.get("index")
-                    if seq == self._seq and index in self._states and self._states[index] != "cancel":
-                        self._states[index] = {"pause": "pause", "resume": "go"}.get(body.get("action"), "cancel")
-                        self._flow.notify_all()
-            elif kind == "stop":
-                self.connection.send("stopping", {})
-                self.queue.put(_STOP)
-            else:
-                raise wire.ProtocolError(f"a {kind} frame from the coordinator")
+        read_jobs(self.connection, self.queue, self.flow, ("batch", "load", "unload"))
 
     def serve(self) -> None:
         while True:
             job = self.queue.get()
-            if job is _STOP:
+            if job is STOP:
                 for model in list(self.models.values()):
                     self._unload(model)
                 return
@@ -131,24 +109,21 @@ class ModelHost:
     # Each streamed item's chunks in turn (an async iterator of bytes each), as its client lets
     # it: a paused stream waits for resume, a cancelled one is closed and says nothing more.
     def _stream(self, seq: int, streams: Dict[int, Any]) -> None:
-        with self._flow:
-            self._seq = seq
-            self._states = {i: "go" for i in streams}
+        self.flow.begin(seq, streams)
         try:
             for i, chunks in streams.items():
                 self.loop.run_until_complete(self._one_stream(seq, i, chunks))
         finally:
-            with self._flow:
-                self._seq = None
-                self._states = {}
+            self.flow.end()
 
     async def _one_stream(self, seq: int, index: int, chunks: Any) -> None:
         try:
             async for chunk in chunks:
-                with self._flow:
-                    while self._states[index] == "pause":
-                        self._flow.wait(timeout=1.0)
-                    if self._states[index] == "cancel":
+                flow = self.flow
+                with flow.cond:
+                    while flow.states[index] == "pause":
+                        flow.cond.wait(timeout=1.0)
+                    if flow.states[index] == "cancel":
                         await chunks.aclose()
                         return
                 self.connection.send("stream", {"index": index, "chunk": chunk}, seq)

@@ -8,7 +8,7 @@ and ``unload`` run as MLServer runs them. Answers are as MLServer gives them: th
 
 import os
 import uuid
-from typing import Any, AsyncIterator, Dict, List, Optional, Tuple
+from typing import Any, AsyncIterator, Dict, List, Tuple
 
 from . import v2
 from .errors import BadRequestError, NotFoundError, ServerError, ShoalError, ValidationError, to_wire
@@ -104,11 +104,8 @@ class MLServerModel:
 
     # The responses of predict_stream() as one: each output's elements joined along the first axis.
     async def _gathered(self, request: Any, header: Dict[str, Any]) -> Dict[str, Any]:
-        async def one():
-            yield request
-
         try:
-            responses = [response async for response in self.model.predict_stream(one())]
+            responses = [response async for response in self.model.predict_stream(_one(request))]
         except BaseException as err:
             return {"ok": False, "error": _wire(mapped(err))}
         if not responses:
@@ -137,11 +134,8 @@ class MLServerModel:
         return {i: self._answer(responses[i], *requests[i]) for i in requests}
 
     async def _stream(self, request: Any, header: Dict[str, Any]) -> AsyncIterator[bytes]:
-        async def one():
-            yield request
-
         try:
-            async for response in self.model.predict_stream(one()):
+            async for response in self.model.predict_stream(_one(request)):
                 body, _headers = self._encode(response, request, header)
                 yield body
         except BaseException as err:
@@ -222,6 +216,11 @@ class MLServerModel:
         body, binary = v2.write_response(plain, header)
         headers.update(binary)
         return body, headers
+
+
+async def _one(request: Any) -> AsyncIterator[Any]:
+    # predict_stream() takes an async iterator of requests: here, the one.
+    yield request
 
 
 def _tensor(metadata: Any) -> Dict[str, Any]:

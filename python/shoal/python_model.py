@@ -138,14 +138,14 @@ def _decode(item: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         if raw is not None:
             inputs[name] = v2.unpack_raw(datatype, shape, raw, as_array=True)
         elif datatype == "BYTES":
-            inputs[name] = [d.encode() if isinstance(d, str) else d for d in _flat(tensor.get("data") or [])]
+            inputs[name] = [d.encode() if isinstance(d, str) else d for d in v2.flat(tensor.get("data") or [])]
         elif numpy is not None:
             try:
                 inputs[name] = numpy.asarray(tensor.get("data"), dtype=v2.DTYPES[datatype]).reshape(shape)
             except (KeyError, ValueError, TypeError) as err:
                 raise BadRequestError(f"input '{name}': {err}")
         else:
-            inputs[name] = list(_flat(tensor.get("data") or []))
+            inputs[name] = list(v2.flat(tensor.get("data") or []))
     request = {"inputs": inputs, "parameters": header.get("parameters") or {}, "outputs": [o.get("name") for o in header.get("outputs") or []]}
     if header.get("id") is not None:
         request["id"] = header["id"]
@@ -158,7 +158,7 @@ def _tensor(name: str, value: Any) -> Dict[str, Any]:
     if numpy is not None and not isinstance(value, (list, tuple)):
         array = numpy.asarray(value)
         return {"name": name, "datatype": v2.datatype_of(array), "shape": list(array.shape), "data": array}
-    data = list(_flat(value))
+    data = list(v2.flat(value))
     datatype = "BYTES" if data and isinstance(data[0], (str, bytes)) else "FP64"
     return {"name": name, "datatype": datatype, "shape": [len(data)], "data": data}
 
@@ -168,13 +168,5 @@ def _joined(chunks: List[Dict[str, Any]]) -> Dict[str, Any]:
     if not chunks:
         return {}
     if numpy is None:
-        return {name: [v for chunk in chunks for v in _flat(chunk[name])] for name in chunks[0]}
+        return {name: [v for chunk in chunks for v in v2.flat(chunk[name])] for name in chunks[0]}
     return {name: numpy.concatenate([numpy.atleast_1d(numpy.asarray(chunk[name])) for chunk in chunks]) for name in chunks[0]}
-
-
-def _flat(data: Any):
-    for element in data:
-        if isinstance(element, (list, tuple)):
-            yield from _flat(element)
-        else:
-            yield element

@@ -15,13 +15,13 @@ from typing import Any, Dict, List, Optional
 
 from . import wire
 from .errors import ShoalError, to_wire
+from .jobs import STOP, Flow, read_jobs
 from .worker import LOGGER_NAME, Worker, is_stream
 
 SOCKET_ENV = "SHOAL_SOCKET"
 #: The argument that makes the process a worker of the shared model pool (host.py).
 HOST_ARG = "--models"
 _LEVELS = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error"}
-_STOP = object()
 # The connection of this process, once it runs under Shoal (for the logger and report_metrics).
 _connection: Optional["Connection"] = None
 
@@ -110,10 +110,7 @@ class Runner:
         self.worker: Any = None
         self.batched = False
         self.queue: "queue.Queue[Any]" = queue.Queue()
-        # Flow control of the batch being streamed: its seq, and each item's state.
-        self._flow = threading.Condition()
-        self._seq: Optional[int] = None
-        self._states: Dict[int, str] = {}
+        self.flow = Flow()
 
     def start(self, boot: Dict[str, Any]) -> None:
         cls = load_class(self.target)
@@ -156,34 +153,14 @@ class Runner:
 
     # The reader thread: batches to the queue, flow control to the streams, stop at once.
     def read(self) -> None:
-        while True:
-            frame = self.connection.receive()
-            if frame is None:
-                # The coordinator is gone: so is this worker, whatever it is doing.
-                os._exit(0)
-            kind, seq, _flags, body = frame
-            if kind == "batch":
-                self.queue.put((seq, body))
-            elif kind == "flow":
-                with self._flow:
-                    index = body.get("index")
-                    if seq == self._seq and index in self._states and self._states[index] != "cancel":
-                        self._states[index] = {"pause": "pause", "resume": "go"}.get(body.get("action"), "cancel")
-                        self._flow.notify_all()
-            elif kind == "stop":
-                self.connection.send("stopping", {})
-                self.queue.put(_STOP)
-            elif kind in ("load", "unload"):
-                raise wire.ProtocolError(f"a {kind} frame for a worker that hosts no models")
-            else:
-                raise wire.ProtocolError(f"a {kind} frame from the coordinator")
+        read_jobs(self.connection, self.queue, self.flow, ("batch",))
 
     def serve(self) -> None:
         while True:
             job = self.queue.get()
-            if job is _STOP:
+            if job is STOP:
                 return
-            seq, body = job
+            _kind, seq, body = job
             self.batch(seq, body.get("items", []))
 
     def batch(self, seq: int, items: List[Dict[str, Any]]) -> None:
@@ -292,17 +269,16 @@ class Runner:
     # Pulls the batch's streams a chunk at a time in turn, each as its client lets it: a paused
     # stream waits for resume, a cancelled one is closed and says nothing more.
     def _stream(self, seq: int, items: List[Dict[str, Any]], streams: Dict[int, Any]) -> None:
-        with self._flow:
-            self._seq = seq
-            self._states = {i: "go" for i in streams}
+        flow = self.flow
+        flow.begin(seq, streams)
         try:
             while streams:
-                with self._flow:
-                    for i in [i for i in streams if self._states[i] == "cancel"]:
+                with flow.cond:
+                    for i in [i for i in streams if flow.states[i] == "cancel"]:
                         _close(streams.pop(i))
-                    turn = [i for i in streams if self._states[i] == "go"]
+                    turn = [i for i in streams if flow.states[i] == "go"]
                     if streams and not turn:
-                        self._flow.wait(timeout=1.0)
+                        flow.cond.wait(timeout=1.0)
                         continue
                 for i in turn:
                     meta = items[i].get("meta", {})
@@ -324,9 +300,7 @@ class Runner:
                         continue
                     self.connection.send("stream", {"index": i, "chunk": data}, seq)
         finally:
-            with self._flow:
-                self._seq = None
-                self._states = {}
+            flow.end()
 
 
 def _close(stream: Any) -> None:

@@ -113,7 +113,7 @@ def pack_raw(datatype: str, data: Any) -> bytes:
     """One tensor's elements (flat or nested lists, or a numpy array) as the raw bytes of the binary data extension."""
     if datatype == "BYTES":
         out = bytearray()
-        for element in _flat(data):
+        for element in flat(data):
             element = element.encode() if isinstance(element, str) else bytes(element)
             out += struct.pack("<I", len(element)) + element
         return bytes(out)
@@ -121,8 +121,8 @@ def pack_raw(datatype: str, data: Any) -> bytes:
         raise EncodingError(f"unknown datatype '{datatype}'")
     if numpy is not None:
         return numpy.ascontiguousarray(numpy.asarray(data, dtype=DTYPES[datatype])).tobytes()
-    flat = list(_flat(data))
-    return struct.pack(f"<{len(flat)}{_STRUCT[datatype]}", *flat)
+    elements = list(flat(data))
+    return struct.pack(f"<{len(elements)}{_STRUCT[datatype]}", *elements)
 
 
 def datatype_of(array: Any) -> str:
@@ -170,13 +170,14 @@ def write_response(response: Dict[str, Any], header: Dict[str, Any]) -> Tuple[by
     return text + b"".join(blobs), {HEADER_LENGTH: str(len(text))}
 
 
-def _flat(data: Any):
+def flat(data: Any):
+    """The elements of flat or nested lists, or of a numpy array, in row-major order."""
     if numpy is not None and isinstance(data, numpy.ndarray):
         yield from data.ravel().tolist()
         return
     for element in data:
         if isinstance(element, (list, tuple)):
-            yield from _flat(element)
+            yield from flat(element)
         else:
             yield element
 
