@@ -17,14 +17,13 @@ if os.environ.get("BENCH_FRONT") == "shoal":
 else:
     from mosec import Server, ValidationError, Worker
 
-SIZES = [int(n) for n in os.environ.get("BENCH_LAYERS", "1024,4096,4096,1000").split(",")]
+from numpy_mlp import SIZES, forward, weights
 
 
 class Mlp(Worker):
     def __init__(self):
         super().__init__()
-        rng = np.random.default_rng(0)
-        self.weights = [(rng.standard_normal((a, b), dtype=np.float32) / np.float32(np.sqrt(a))) for a, b in zip(SIZES, SIZES[1:])]
+        self.weights = weights()
         # In forward()'s shape: a list of requests, as the stage batches.
         self.example = [{"input": [0.0] * SIZES[0]}] * 8
 
@@ -35,11 +34,7 @@ class Mlp(Worker):
             raise ValidationError(f"bad input: {err}") from err
         if x.ndim != 2 or x.shape[1] != SIZES[0]:
             raise ValidationError(f"each input must be {SIZES[0]} numbers")
-        for i, w in enumerate(self.weights):
-            x = x @ w
-            if i < len(self.weights) - 1:
-                np.maximum(x, 0, out=x)
-        return [{"output": row.tolist()} for row in x]
+        return [{"output": row.tolist()} for row in forward(self.weights, x)]
 
 
 if __name__ == "__main__":
