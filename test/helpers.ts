@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -386,4 +386,19 @@ export async function modelUnavailable(name: string): Promise<string | undefined
     if (process.env.SHOAL_REQUIRE_MODELS) throw err;
     return `the ${name} model cannot be made here (set SHOAL_REQUIRE_MODELS to fail instead): ${(err as Error).message.split("\n")[0]}`;
   }
+}
+
+/** The pids of a process's children, from /proc (the worker processes of a server). */
+export function childPids(pid: number): number[] {
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }

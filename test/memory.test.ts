@@ -4,32 +4,17 @@
  * malloc set up for holding models (src/workers/allocator.ts), unless the environment sets it up.
  */
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import * as ort from "onnxruntime-node";
 import { MALLOC_TUNABLES } from "../src/workers/allocator.js";
-import { RUNTIME, waitFor, type ServerProcess } from "./helpers.js";
+import { RUNTIME, childPids, waitFor, type ServerProcess } from "./helpers.js";
 import { infer, ModelRepo, serveRepository } from "./model-helpers.js";
 
 const LINUX = process.platform === "linux";
 const MODELS = 6;
 const SHAPE = { inputs: 64, hidden: 256, layers: 2, outputs: 10 };
 const row = Float32Array.from({ length: SHAPE.inputs }, (_, i) => ((i % 9) - 4) / 4);
-
-// The pids of a process's children, from /proc (the worker processes of a server).
-function children(pid: number): number[] {
-  return readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((entry) => {
-      try {
-        const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid;
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
 const residentMiB = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
@@ -96,7 +81,7 @@ describe("glibc's malloc in the processes Shoal starts", { skip: !LINUX ? "glibc
     const answer = await infer(`${server.url}/v2/models/mlp/infer`, { inputs: [{ name: "input", datatype: "FP32", shape: [1, SHAPE.inputs], data: row }] });
     assert.equal(answer.reply.status, 200, answer.reply.text);
     const workers = await waitFor("two worker processes", () => {
-      const pids = children(server.proc.pid!);
+      const pids = childPids(server.proc.pid!);
       return pids.length >= 2 ? pids : undefined;
     });
     return { server, workers: workers.map(environ) };

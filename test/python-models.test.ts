@@ -2,15 +2,15 @@
  * Python models on the shared pool: a repository with a TypeScript model and models of the
  * `"python"` runtime (test/fixtures/python/scale_model.py), the Python ones hosted by Python
  * workers of the pool, all loaded and unloaded through the repository API; binary tensors that
- * reach Python as read-only numpy views; batches with a bad request failing alone; and a Python
- * model that cannot load failing alone.
+ * reach Python as read-only numpy views; batches with a bad request failing alone; a Python
+ * model that cannot load failing alone; and the Python workers killed under load and replaced.
  */
 import assert from "node:assert/strict";
-import { copyFileSync, mkdirSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client, HttpError, outputOf } from "shoal/client";
-import { RAN_ONCE, fixture, metric, post, type ServerProcess } from "./helpers.js";
+import { RAN_ONCE, childPids, fixture, metric, post, waitFor, type ServerProcess } from "./helpers.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
 import { pythonSdk } from "./python-helpers.js";
 
@@ -80,6 +80,38 @@ describe("Python models on the shared pool", { skip: sdk.skip ?? false }, () => 
     const batches = replies.filter((r) => r.status === 200).map((r) => r.json.outputs.find((o: { name: string }) => o.name === "batch").data[0] as number);
     assert.ok(Math.max(...batches) > 1, `no batch held two requests: ${batches}`);
     assert.ok(Math.max(...batches) <= 8, `a batch above maxBatchSize: ${batches}`);
+  });
+
+  test("Python workers of the pool killed with SIGKILL under load: every request answered once, the workers replaced, the model loaded again", async () => {
+    const hosts = childPids(server.proc.pid!).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--models"));
+    assert.equal(hosts.length, 2, "two Python workers of the pool");
+    // 8 clients sending 8 requests each, one after another; the workers die once 12 are answered.
+    let answered = 0;
+    const one = (i: number) =>
+      client.v2.infer("scale", X([i])).then(
+        (r) => [...outputOf(r, "y").data][0],
+        (err: unknown) => err,
+      ).finally(() => {
+        if (++answered === 12) for (const pid of hosts) process.kill(pid, "SIGKILL");
+      });
+    const clients = Array.from({ length: 8 }, async (_, c) => {
+      const out: unknown[] = [];
+      for (let k = 0; k < 8; k++) out.push(await one(8 * c + k));
+      return out;
+    });
+    const answers = (await Promise.all(clients)).flat();
+    assert.equal(answers.length, 64);
+    assert.ok(answers.filter((a) => typeof a === "number").length > 12, "requests after the kill are answered too");
+    answers.forEach((answer, i) => {
+      if (typeof answer === "number") return assert.equal(answer, 3 * i);
+      // Only the batch a dead worker held fails, with 500 `worker died`; queued ones wait for the replacement.
+      assert.ok(answer instanceof HttpError && answer.status === 500 && /worker died/.test(answer.message), String(answer));
+    });
+    await waitFor("scale loaded again on a replacement", async () => ((await client.v2.modelReady("scale")) ? true : undefined), 30_000);
+    assert.deepEqual([...outputOf(await client.v2.infer("scale", X([5])), "y").data], [15]);
+    const replaced = childPids(server.proc.pid!).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--models"));
+    assert.equal(replaced.length, 2);
+    assert.ok(!replaced.some((pid) => hosts.includes(pid)), "the killed workers are gone");
   });
 
   test("Python and TypeScript models unload and load again through the repository API", async () => {
