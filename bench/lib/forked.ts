@@ -30,8 +30,10 @@ export async function forkHelper(root: string, script: string, setup: unknown, c
       waiting.push({ resolve, reject });
     });
   child.on("message", (answer) => waiting.shift()?.resolve(answer));
+  let exited: Error | undefined;
   child.once("exit", (code, signal) => {
-    for (const w of waiting.splice(0)) w.reject(new Error(`${script} exited (${code ?? signal}) before it answered`));
+    exited = new Error(`${script} exited (${code ?? signal}) before it answered`);
+    for (const w of waiting.splice(0)) w.reject(exited);
   });
   await next();
   if (cpus !== undefined) {
@@ -42,8 +44,11 @@ export async function forkHelper(root: string, script: string, setup: unknown, c
   return {
     pid: child.pid!,
     ask: <T>(question: Serializable) => {
+      if (exited !== undefined) return Promise.reject(exited);
       const answer = next() as Promise<T>;
-      child.send(question);
+      // With a callback, a channel closed under the question is not an error event of the process:
+      // the child's exit rejects the question.
+      child.send(question, () => {});
       return answer;
     },
   };
