@@ -270,17 +270,23 @@ export function loadMeter(serverPid: number): { stop(): LoadReport } {
   };
 }
 
+/** Busy CPU seconds of the whole machine so far (all CPUs; not idle, not stolen); NaN off Linux. */
+export function machineBusySeconds(): number {
+  const all = procStat().get("cpu");
+  return all === undefined ? NaN : all.busy / TICKS_PER_SEC;
+}
+
 /** Busy cores of the whole machine over `ms`, apart from this process. */
 export async function machineBusy(ms: number): Promise<number> {
-  const s0 = procStat().get("cpu");
+  const s0 = machineBusySeconds();
   const self0 = process.cpuUsage();
   const t0 = performance.now();
   await new Promise((r) => setTimeout(r, ms));
-  const s1 = procStat().get("cpu");
+  const s1 = machineBusySeconds();
   const secs = (performance.now() - t0) / 1000;
-  if (s0 === undefined || s1 === undefined) return 0;
+  if (Number.isNaN(s0) || Number.isNaN(s1)) return 0;
   const self = process.cpuUsage(self0);
-  return Math.max(0, (s1.busy - s0.busy) / TICKS_PER_SEC / secs - (self.user + self.system) / 1e6 / secs);
+  return Math.max(0, (s1 - s0) / secs - (self.user + self.system) / 1e6 / secs);
 }
 
 /**

@@ -1,15 +1,12 @@
 /**
- * The flood run's attackers in a process of their own (started by bench/scenarios/flood.ts over
- * IPC): its first argument is the AttackSettings as JSON. It starts the attacks at once, says
- * `{ started: true }`, and on the message "stop" lets go of everything and answers with each
- * attack's AttackStats, then exits.
+ * The flood run's attackers in a process of their own (started by bench/scenarios/flood.ts with
+ * bench/lib/forked.ts): its setup is the AttackSettings. It starts the attacks at once, and on
+ * "stop" lets go of everything, answers with each attack's AttackStats and exits.
  */
 import { startAttacks, type AttackSettings } from "../lib/attacks.js";
+import { answerQuestions } from "../lib/forked.js";
 
-const attacks = startAttacks(JSON.parse(process.argv[2]!) as AttackSettings);
-process.send!({ started: true });
-process.on("message", (message) => {
-  if (message !== "stop") return;
-  const stats = [...attacks.values()].map((a) => a.stop());
-  process.send!({ stats }, () => process.exit(0));
+await answerQuestions((settings: AttackSettings) => {
+  const attacks = startAttacks(settings);
+  return (question) => (question === "stop" ? [...attacks.values()].map((a) => a.stop()) : undefined);
 });
