@@ -3,14 +3,15 @@
  * http/protobuf to a receiver in this test, which decodes them and checks the tree: each
  * request's span with its queue and forward children, the batch's span linked to the eight
  * requests it held, the Worker's own span under it, the client's traceparent continued, the
- * access log's trace and span ids.
+ * access log's trace and span ids, and the latency histograms' exemplars in the OpenMetrics
+ * exposition.
  */
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { tracingWanted } from "../src/metrics/tracing.js";
-import { fixture, post, startServer, type ServerProcess } from "./helpers.js";
+import { fixture, post, send, startServer, type ServerProcess } from "./helpers.js";
 
 /** One protobuf field as read off the wire: its number and its value (a number, or the bytes of a length-delimited field). */
 type Field = { n: number; v: bigint | Uint8Array };
@@ -139,6 +140,22 @@ describe("tracing by OpenTelemetry", () => {
       Array.from({ length: 8 }, (_, i) => post(`${server.url}/eight`, {}, i === 0 ? { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01` } : {})),
     );
     assert.deepEqual(replies.map((r) => (r.json as { batch: number }).batch), [8, 8, 8, 8, 8, 8, 8, 8]);
+    // The latency histograms' exemplars, in the OpenMetrics exposition only; the Prometheus text
+    // after it still names its counters *_total.
+    const open = await send(`${server.url}/metrics`, { headers: { accept: "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5" } });
+    assert.equal(open.status, 200);
+    assert.match(open.headers.get("content-type") ?? "", /^application\/openmetrics-text; version=1\.0\.0/);
+    assert.ok(open.text.endsWith("# EOF\n"));
+    assert.match(open.text, /^shoal_requests_total\{[^}]*route="\/eight"[^}]*\} 8$/m);
+    const exemplars = [...open.text.matchAll(/^shoal_request_(duration_seconds|queue_seconds|forward_seconds)_bucket\{[^}]*route="\/eight"[^}]*\} \d+ # \{trace_id="([0-9a-f]{32})",span_id="([0-9a-f]{16})"\} ([\d.e-]+) ([\d.]+)$/gm)];
+    assert.deepEqual([...new Set(exemplars.map((m) => m[1]))].sort(), ["duration_seconds", "forward_seconds", "queue_seconds"]);
+    const forwardExemplar = exemplars.find((m) => m[1] === "forward_seconds")!;
+    assert.ok(Number(forwardExemplar[4]) >= 0.045, `a forward of the Worker's 50 ms: ${forwardExemplar[4]}`);
+    assert.ok(Math.abs(Number(forwardExemplar[5]) - Date.now() / 1000) < 60, "a timestamp of now, in seconds");
+    const plain = await send(`${server.url}/metrics`);
+    assert.match(plain.headers.get("content-type") ?? "", /^text\/plain; version=0\.0\.4/);
+    assert.doesNotMatch(plain.text, / # \{trace_id=/);
+    assert.match(plain.text, /^shoal_requests_total\{[^}]*route="\/eight"[^}]*\} 8$/m);
     // Stopping the server sends the spans still held.
     assert.equal(await server.stop(), 0);
     assert.ok(paths.length > 0 && paths.every((p) => p === "POST /v1/traces application/x-protobuf"), paths.join("; "));
@@ -175,6 +192,10 @@ describe("tracing by OpenTelemetry", () => {
       assert.deepEqual(forward.links, [{ traceId: batch.traceId, spanId: batch.spanId }]);
       assert.equal(request.attributes["http.response.status_code"], 200);
     }
+
+    // Each exemplar is one of the requests' spans.
+    const requestIds = new Set(requests.map((r) => `${r.traceId}/${r.spanId}`));
+    for (const m of exemplars) assert.ok(requestIds.has(`${m[2]}/${m[3]}`), `exemplar ${m[2]}/${m[3]} is a request's span`);
 
     // The access log names each request's trace and span.
     const access = server.logs().filter((l) => l.msg === "access" && l.path === "/eight");

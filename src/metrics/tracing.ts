@@ -19,6 +19,8 @@ export interface RequestTrace {
   /** Its trace id and its span's (for the access log). */
   readonly traceId: string;
   readonly spanId: string;
+  /** The same as an OpenMetrics exemplar's labels, `trace_id` and `span_id`. */
+  readonly exemplar: Readonly<Record<string, string>>;
   /** Ends it: answered with `status` (an HTTP status) at `at`. */
   end(status: number, at: number): void;
 }
@@ -225,6 +227,7 @@ function stageSpans(fields: Readonly<Record<string, string>>): StageSpans {
 class RequestSpan implements RequestTrace {
   readonly traceId: string;
   readonly spanId: string;
+  readonly exemplar: Readonly<Record<string, string>>;
 
   constructor(
     readonly span: Span,
@@ -233,6 +236,7 @@ class RequestSpan implements RequestTrace {
     const context = span.spanContext();
     this.traceId = context.traceId;
     this.spanId = context.spanId;
+    this.exemplar = { trace_id: context.traceId, span_id: context.spanId };
   }
 
   end(status: number, at: number): void {
