@@ -107,6 +107,9 @@ class DoorIds {
 
 type Api = typeof import("@opentelemetry/api");
 
+/** The V2 gRPC service, as a gRPC span's `rpc.service`. */
+const GRPC_SERVICE = "inference.GRPCInferenceService";
+
 /** What the request path asks of tracing, once it is on. */
 export class Tracing {
   constructor(
@@ -124,9 +127,10 @@ export class Tracing {
 
   /**
    * The span of a request that arrived at `arrival`, a child of its client's span when it sent a
-   * `traceparent`; undefined when the sampler drops it (nothing more is recorded for it).
+   * `traceparent` (an HTTP header, or gRPC metadata); undefined when the sampler drops it
+   * (nothing more is recorded for it). `method` is the HTTP method, or for `grpc` the RPC's.
    */
-  request(method: string, route: string, arrival: number, headers: IncomingHttpHeaders, requestId: string): RequestTrace | undefined {
+  request(method: string, route: string, arrival: number, headers: IncomingHttpHeaders, requestId: string, protocol: "http" | "grpc" = "http"): RequestTrace | undefined {
     const { api } = this;
     let parent = api.ROOT_CONTEXT;
     if (headers.traceparent !== undefined) {
@@ -142,8 +146,12 @@ export class Tracing {
       if (traceId === undefined) return undefined;
       this.ids.next = traceId;
     }
-    const span = this.otel.startSpan(`${method} ${route}`, { kind: api.SpanKind.SERVER, startTime: this.time(arrival), attributes: { "http.request.method": method, "http.route": route, "shoal.request_id": requestId } }, parent);
-    return new RequestSpan(span, this);
+    const attributes: Attributes =
+      protocol === "http"
+        ? { "http.request.method": method, "http.route": route, "shoal.request_id": requestId }
+        : { "rpc.system": "grpc", "rpc.service": GRPC_SERVICE, "rpc.method": method, "shoal.route": route, "shoal.request_id": requestId };
+    const span = this.otel.startSpan(`${method} ${route}`, { kind: api.SpanKind.SERVER, startTime: this.time(arrival), attributes }, parent);
+    return new RequestSpan(span, this, protocol === "http" ? "http.response.status_code" : "shoal.status_code");
   }
 
   /**
@@ -232,6 +240,8 @@ class RequestSpan implements RequestTrace {
   constructor(
     readonly span: Span,
     readonly tracing: Tracing,
+    // The attribute its answer's status goes in (a gRPC answer's: the HTTP status of the same outcome).
+    readonly statusKey: string,
   ) {
     const context = span.spanContext();
     this.traceId = context.traceId;
@@ -240,7 +250,7 @@ class RequestSpan implements RequestTrace {
   }
 
   end(status: number, at: number): void {
-    this.span.setAttribute("http.response.status_code", status);
+    this.span.setAttribute(this.statusKey, status);
     if (status >= 500) this.span.setStatus({ code: this.tracing.api.SpanStatusCode.ERROR });
     this.span.end(this.tracing.time(at));
   }
