@@ -51,8 +51,8 @@ export interface SpanSink {
   close(): Promise<void>;
 }
 
-/** Starts a {@link SpanSink} on a free loopback port. */
-export async function startSpanSink(): Promise<SpanSink> {
+/** Starts a {@link SpanSink} on a loopback port (a free one by default). */
+export async function startSpanSink(port = 0): Promise<SpanSink> {
   let requests = 0;
   let bytes = 0;
   const server = createServer((req, res) => {
@@ -62,10 +62,9 @@ export async function startSpanSink(): Promise<SpanSink> {
       res.writeHead(200, { "content-type": "application/x-protobuf" }).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     get requests() {
       return requests;
     },
