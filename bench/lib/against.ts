@@ -55,11 +55,19 @@ export function withTwins(contenders: readonly Contender[], before: Checkout | u
   );
 }
 
-/** The contenders in groups measured back to back: a Shoal server with its twin, any other alone. */
+/**
+ * A server's name without the suffixes of its variants: the twin from another checkout
+ * (`@before`) and those with tracing on (`+trace…`, bench/lib/tracing-variants.ts).
+ */
+export function baseName(name: string): string {
+  return name.split(/[@+]/)[0]!;
+}
+
+/** The contenders in groups measured back to back: a Shoal server with its twin and variants, any other alone. */
 export function twinGroups<C extends { name: string }>(contenders: readonly C[]): C[][] {
   const groups = new Map<string, C[]>();
   for (const c of contenders) {
-    const base = c.name.endsWith(BEFORE) ? c.name.slice(0, -BEFORE.length) : c.name;
+    const base = baseName(c.name);
     groups.set(base, [...(groups.get(base) ?? []), c]);
   }
   return [...groups.values()];
@@ -102,15 +110,27 @@ function pairedRatios(after: readonly Point[], before: readonly Point[], f: (p: 
   });
 }
 
+/** The median over every round and load of `after`/`before` of a figure of two servers of one run. */
+export function overallRatio(result: SweepResult, after: string, before: string, f: (p: Point) => number): number {
+  const at = (name: string, n: number) => result.points.filter((p) => p.server === name && p.connections === n);
+  return median(result.settings.connections.flatMap((n) => pairedRatios(at(after, n), at(before, n), f)));
+}
+
 /** Before and after of every Shoal server that has a twin, at every load; empty without `--against`. */
 export function compare(result: SweepResult): Comparison[] {
-  const out: Comparison[] = [];
   const names = result.contenders.map((c) => c.name);
-  for (const server of names.filter((n) => names.includes(`${n}${BEFORE}`))) {
+  return comparePairs(result, names.filter((n) => names.includes(`${n}${BEFORE}`)).map((n) => ({ after: n, before: `${n}${BEFORE}` })));
+}
+
+/** Two servers of one run at every load, `after` against `before` (the first of the pair is named `server`). */
+export function comparePairs(result: SweepResult, pairs: readonly { after: string; before: string }[]): Comparison[] {
+  const out: Comparison[] = [];
+  for (const pair of pairs) {
+    const server = pair.after;
     for (const connections of result.settings.connections) {
       const at = (name: string) => result.points.filter((p) => p.server === name && p.connections === connections);
-      const after = at(server);
-      const before = at(`${server}${BEFORE}`);
+      const after = at(pair.after);
+      const before = at(pair.before);
       if (after.length === 0 || before.length === 0) continue;
       const rpsRatio = spread(pairedRatios(after, before, (p) => p.requestsPerSec));
       const cpuRatio = spread(pairedRatios(after, before, (p) => p.cpuUsPerRequest));
@@ -126,11 +146,14 @@ const ratio = (s: Spread) => (Number.isFinite(s.median) ? `${s.median.toFixed(3)
 const us = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : "n/a");
 const pct = Math.round(TOLERANCE * 100);
 
-const HEADERS = ["server", "conns", "req/s before", "req/s after", "after/before", "p50 ms before", "p50 after", "p99 ms before", "p99 after", "CPU µs/req before", "CPU after", "after/before", "disturbed", "verdict"];
-const ALIGN = ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"] as const;
-
-function rows(comparisons: readonly Comparison[]): string[][] {
-  return comparisons.map((c) => [
+/**
+ * A table of comparisons, as Markdown and as text: `before` and `after` name the two sides in the
+ * headers; `verdict` adds whether each is within the tolerance.
+ */
+export function comparisonTable(comparisons: readonly Comparison[], before: string, after: string, verdict: boolean): { markdown: string; text: string } {
+  const headers = ["server", "conns", `req/s ${before}`, `req/s ${after}`, `${after}/${before}`, `p50 ms ${before}`, `p50 ${after}`, `p99 ms ${before}`, `p99 ${after}`, `CPU µs/req ${before}`, `CPU ${after}`, `${after}/${before}`, "disturbed", ...(verdict ? ["verdict"] : [])];
+  const align = ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"] as const;
+  const rows = comparisons.map((c) => [
     c.server,
     String(c.connections),
     fmtInt(c.before.requestsPerSec),
@@ -144,8 +167,9 @@ function rows(comparisons: readonly Comparison[]): string[][] {
     us(c.after.cpuUsPerRequest),
     ratio(c.cpuRatio),
     `${c.disturbed}/${c.rpsRatio.n}`,
-    c.within ? `within ${pct}%` : `NOT within ${pct}%`,
+    ...(verdict ? [c.within ? `within ${pct}%` : `NOT within ${pct}%`] : []),
   ]);
+  return { markdown: markdownTable(headers, rows, align), text: textTable(headers, rows, align) };
 }
 
 /**
@@ -159,17 +183,14 @@ export function comparisonReport(result: SweepResult): { markdown: string[]; tex
   if (before === undefined || comparisons.length === 0) return undefined;
   const headline: Headline[] = [];
   for (const server of new Set(comparisons.map((c) => c.server))) {
-    const after = result.points.filter((p) => p.server === server);
-    const twin = result.points.filter((p) => p.server === `${server}${BEFORE}`);
-    const all = (f: (p: Point) => number) =>
-      median(result.settings.connections.flatMap((n) => pairedRatios(after.filter((p) => p.connections === n), twin.filter((p) => p.connections === n), f)));
+    const all = (f: (p: Point) => number) => overallRatio(result, server, `${server}${BEFORE}`, f);
     const note = "median over every round and load";
     headline.push(
       { what: `${server}: after / before req/s`, value: all((p) => p.requestsPerSec), goal: 1 - TOLERANCE, unit: "x", note },
       { what: `${server}: before / after server CPU per request`, value: 1 / all((p) => p.cpuUsPerRequest), goal: 1 - TOLERANCE, unit: "x", note },
     );
   }
-  const table = rows(comparisons);
+  const table = comparisonTable(comparisons, "before", "after", true);
   const markdown = [
     "## Before and after",
     "",
@@ -179,8 +200,8 @@ export function comparisonReport(result: SweepResult): { markdown: string[]; tex
       `**disturbed**: rounds in which other processes used more than ${DISTURBED} cores during a point of the pair (kept once \`--retries\` were spent), so less to be trusted. ` +
       `CPU µs/req is the server's CPU time (all threads and processes) per answered request. **within ${pct}%**: req/s after/before ≥ ${(1 - TOLERANCE).toFixed(2)} and CPU after/before ≤ ${(1 + TOLERANCE).toFixed(2)}.`,
     "",
-    markdownTable(HEADERS, table, ALIGN),
+    table.markdown,
     "",
   ];
-  return { markdown, text: textTable(HEADERS, table, ALIGN), headline };
+  return { markdown, text: table.text, headline };
 }

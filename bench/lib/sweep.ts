@@ -20,6 +20,7 @@ import type { ScenarioContext } from "./scenario.js";
 import { freePort, startServer, type RunningServer, type ServerSpec } from "./server.js";
 import { spread, type Spread } from "./stats.js";
 import { lineChart } from "../../src/bench/svg.js";
+import { startSpanSink, tracingRatios, tracingReport, withTracing, type SpanSink } from "./tracing-variants.js";
 import { runWrk, wrkVersion, type WrkResult } from "./wrk.js";
 
 /** One server of a comparison, or a peer that cannot take part (then `unavailable` says why). */
@@ -122,6 +123,7 @@ export const sweepOptions = {
     "quiet-wait": { type: "string" },
     retries: { type: "string" },
     against: { type: "string" },
+    tracing: { type: "string" },
   },
   help: {
     "connections <list>": "concurrencies to sweep, comma-separated (default 1,8,32,64,128)",
@@ -130,6 +132,7 @@ export const sweepOptions = {
     "quiet-wait <s>": "before each point, wait up to this long for other processes to use < 0.25 cores (BENCH_QUIET_WAIT; default 5)",
     "retries <n>": `measure a server (with its twin under --against) again at that load, up to n times, when other processes used more than ${DISTURBED} cores during it (BENCH_RETRIES; default 0)`,
     "against <dir>": "also run every Shoal server from another checkout (made by bench/tools/checkout.sh), as <name>@before, and report before/after (BENCH_AGAINST)",
+    "tracing <ratios>": "also run every Shoal server with tracing on at each sampling ratio (e.g. 0.01,1), as <name>+trace<percent>, spans sent to a receiver in the harness, and report traced/off (BENCH_TRACING)",
   },
 } as const;
 
@@ -142,6 +145,8 @@ export interface SweepSettings {
   retries: number;
   /** The other checkout Shoal is also run from. */
   against: Checkout | undefined;
+  /** The sampling ratios Shoal is also run with, tracing on. */
+  tracing: number[] | undefined;
 }
 
 /** Reads the common flags; `defaultLayout` is the scenario's choice of CPU layout. */
@@ -163,7 +168,8 @@ export function sweepSettings(ctx: ScenarioContext, defaultLayout: "pinned" | "u
   const retries = Number((v.retries as string | undefined) ?? process.env.BENCH_RETRIES ?? 0);
   if (!Number.isInteger(retries) || retries < 0) throw new Error("--retries must be a whole number >= 0");
   const against = againstCheckout(ctx.root, (v.against as string | undefined) ?? process.env.BENCH_AGAINST);
-  return { connections, servers: list(v.servers as string | undefined), layout, quietWaitSec, retries, against };
+  const tracing = tracingRatios((v.tracing as string | undefined) ?? process.env.BENCH_TRACING);
+  return { connections, servers: list(v.servers as string | undefined), layout, quietWaitSec, retries, against, tracing };
 }
 
 /** Whether the run includes a Python peer, i.e. needs the venv. */
@@ -202,9 +208,14 @@ export interface SweepHooks {
 /** Starts the contenders, measures them, stops them. */
 export async function sweep(ctx: ScenarioContext, scenario: string, title: string, contenders: Contender[], s: SweepSettings, hooks: SweepHooks = {}): Promise<SweepResult> {
   const { common, root, log } = ctx;
-  const chosen = withTwins(
-    contenders.filter((c) => s.servers === undefined || s.servers.includes(c.name)),
-    s.against,
+  const sink: SpanSink | undefined = s.tracing === undefined ? undefined : await startSpanSink();
+  const chosen = withTracing(
+    withTwins(
+      contenders.filter((c) => s.servers === undefined || s.servers.includes(c.name)),
+      s.against,
+    ),
+    s.tracing,
+    sink?.url ?? "",
   );
   const { layout } = s;
   log(`${scenario}: ${chosen.map((c) => c.name).join(", ")}; connections ${s.connections.join(", ")}; ${common.rounds} rounds of ${common.durationSec} s; warm-up ${common.warmupSec} s`);
@@ -317,6 +328,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
     await hooks.afterSweep?.(servers);
   } finally {
     for (const server of servers.values()) await server.stop();
+    await sink?.close();
   }
   const cells: Cell[] = [];
   for (const c of chosen) {
@@ -368,7 +380,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
     cells,
     points,
     discarded,
-    extra: {},
+    extra: sink === undefined ? {} : { spanSink: { requests: sink.requests, bytes: sink.bytes } },
     headline: [],
   };
 }
@@ -412,6 +424,7 @@ export const HEADLINE_HEADERS = ["ratio", "value", "goal", "verdict", "note"];
  */
 export function report(ctx: ScenarioContext, result: SweepResult, sections: string[] = []): void {
   const comparison = comparisonReport(result);
+  const traced = tracingReport(result);
   if (comparison !== undefined) result.headline = [...comparison.headline, ...result.headline];
   const names = result.contenders.filter((c) => c.unavailable === undefined).map((c) => c.name);
   const series = (f: (c: Cell) => [number, number]) =>
@@ -472,12 +485,13 @@ export function report(ctx: ScenarioContext, result: SweepResult, sections: stri
     `![throughput](${plots.throughput}) ![p99 latency](${plots.latency})`,
     "",
     ...(comparison?.markdown ?? []),
+    ...(traced?.markdown ?? []),
     "## Headline",
     "",
     markdownTable(HEADLINE_HEADERS, headlineRows(result.headline)),
     "",
   ].join("\n");
   const written = writeResults(ctx.resultsDir, result.scenario, result, md);
-  process.stdout.write("\n" + textTable(headers, rows, align) + "\n\n" + (comparison !== undefined ? `before and after:\n\n${comparison.text}\n\n` : "") + textTable(HEADLINE_HEADERS, headlineRows(result.headline)) + "\n\n");
+  process.stdout.write("\n" + textTable(headers, rows, align) + "\n\n" + (comparison !== undefined ? `before and after:\n\n${comparison.text}\n\n` : "") + (traced !== undefined ? `tracing off and on:\n\n${traced.text}\n\n` : "") + textTable(HEADLINE_HEADERS, headlineRows(result.headline)) + "\n\n");
   process.stdout.write(`results: ${[written.json, written.md, join(ctx.resultsDir, plots.throughput), join(ctx.resultsDir, plots.latency)].map((f) => relative(process.cwd(), f)).join(", ")}\n`);
 }

@@ -147,7 +147,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
   const result = await sweep(ctx, "model", `model: a ${shape.inputs}→${shape.hidden}×${shape.layers}→${shape.outputs} MLP (ONNX), batched`, contenders, s, { eachRound: measureLimit });
 
   const limit = spread(limitRuns);
-  result.extra = { inProcessLimit: { samplesPerSec: limit, runs: limitRuns, batch: MAX_BATCH, sessions: WORKERS, threads: THREADS } };
+  result.extra = { ...result.extra, inProcessLimit: { samplesPerSec: limit, runs: limitRuns, batch: MAX_BATCH, sessions: WORKERS, threads: THREADS } };
   const shoalPeak = peakRps(result, "shoal");
   const of = (server: string, connections?: number) => (connections === undefined ? peakRps(result, server) : rps(result, server, connections)) / limit.median;
   result.headline = [

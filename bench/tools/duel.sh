@@ -7,6 +7,9 @@
 #
 #   bash bench/tools/duel.sh <treeA> <treeB> [connections 32] [seconds 15] [rounds 3]
 #   DUEL_RUNTIME=bun bash bench/tools/duel.sh ...    # both servers on Bun (runtimes/node_modules/.bin/bun)
+#   DUEL_ENV_A="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 OTEL_TRACES_SAMPLER_ARG=0.01" bash bench/tools/duel.sh . . ...
+#                                                    # A alone with these variables (e.g. tracing on; bench/tools/otlp-sink.ts receives)
+#   DUEL_ENV_B=...                                   # likewise for B
 #
 # A tree is a checkout with node_modules and dist/ (bench/tools/checkout.sh makes one).
 set -euo pipefail
@@ -14,12 +17,12 @@ A=$1 B=$2 C=${3:-32} S=${4:-15} R=${5:-3}
 lua="$(cd "$(dirname "$0")/.." && pwd)/lua/post-json.lua"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 if [ "${DUEL_RUNTIME:-node}" = bun ]; then run=("$root/runtimes/node_modules/.bin/bun"); else run=(node --import tsx); fi
-start() { (cd "$1" && exec taskset -c 0 "${run[@]}" bench/servers/shoal-exp.ts --num 1 --port "$2" --address 127.0.0.1 --log-level warn --log-format json) >/dev/null 2>&1 & echo $!; }
-pa=$(start "$A" 42001)
-pb=$(start "$B" 42002)
+start() { (cd "$1" && exec env $3 taskset -c 0 "${run[@]}" bench/servers/shoal-exp.ts --num 1 --port "$2" --address 127.0.0.1 --log-level warn --log-format json) >/dev/null 2>&1 & echo $!; }
+pa=$(start "$A" 42001 "${DUEL_ENV_A:-}")
+pb=$(start "$B" 42002 "${DUEL_ENV_B:-}")
 trap 'kill $pa $pb 2>/dev/null' EXIT
 for port in 42001 42002; do
-  for _ in $(seq 100); do curl -s -o /dev/null -X POST -H 'content-type: application/json' -d '{"x":2}' "http://127.0.0.1:$port/inference" && break; sleep 0.2; done
+  for _ in $(seq 300); do curl -s -o /dev/null -X POST -H 'content-type: application/json' -d '{"x":2}' "http://127.0.0.1:$port/inference" && break; sleep 0.2; done
 done
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 load() { taskset -c 1 wrk -t1 -c"$C" -d"$1"s -s "$lua" "http://127.0.0.1:$2/inference"; }

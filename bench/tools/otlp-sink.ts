@@ -5,19 +5,10 @@
  *
  *   node --import tsx bench/tools/otlp-sink.ts [port 4318]
  */
-import { createServer } from "node:http";
+import { startSpanSink } from "../lib/tracing-variants.js";
 
-let requests = 0;
-let bytes = 0;
-const server = createServer((req, res) => {
-  req.on("data", (chunk: Buffer) => (bytes += chunk.byteLength));
-  req.on("end", () => {
-    requests++;
-    res.writeHead(200, { "content-type": "application/x-protobuf" }).end();
-  });
-});
-server.listen(Number(process.argv[2] ?? 4318), "127.0.0.1");
+const sink = await startSpanSink(Number(process.argv[2] ?? 4318));
 process.on("SIGTERM", () => {
-  console.log(`otlp-sink: ${requests} export requests, ${bytes} bytes`);
+  console.log(`otlp-sink: ${sink.requests} export requests, ${sink.bytes} bytes`);
   process.exit(0);
 });

@@ -126,7 +126,7 @@ export async function startServer(declared: Declared, config: ServerConfig, logg
     throw err;
   }
   // Every stage has reported its content-type and schemas by now.
-  docs.publish(openApiDocument([...routes.values()], appInfo(mainModuleUrl()), metrics.contentType));
+  docs.publish(openApiDocument([...routes.values()], appInfo(mainModuleUrl()), metrics.contentType()));
   for (const door of doors) door.ready();
   logger.info("ready");
   return address;

@@ -6,6 +6,7 @@
  */
 import type { Metadata, ServerDuplexStream, ServerUnaryCall, sendUnaryData } from "@grpc/grpc-js";
 import { ShoalError } from "../errors.js";
+import { tracer, type RequestTrace } from "../metrics/tracing.js";
 import type { Task } from "../scheduling/task.js";
 import type { Entrant } from "../serving/admission.js";
 import { ByteBudget, overBudget, type Hold } from "../serving/byte-budget.js";
@@ -27,6 +28,8 @@ type Deliver = (error: ShoalError | undefined, response?: InferResponseMessage) 
 class GrpcAnswer implements Entrant {
   timer: NodeJS.Timeout | undefined;
   task!: Task;
+  /** Its span, when tracing is on and samples it. */
+  traced: RequestTrace | undefined;
 
   constructor(
     readonly core: ServingCore,
@@ -45,12 +48,18 @@ class GrpcAnswer implements Entrant {
       return;
     }
     this.deliver(undefined, response);
-    this.core.metrics.answered(this.path, 200, performance.now() - this.arrival, "grpc", this.task);
+    this.#answered(200);
   }
 
   fail(error: ShoalError): void {
     this.deliver(error);
-    this.core.metrics.answered(this.path, error.status, performance.now() - this.arrival, "grpc", this.task);
+    this.#answered(error.status);
+  }
+
+  #answered(status: number): void {
+    const at = performance.now();
+    this.core.metrics.answered(this.path, status, at - this.arrival, "grpc", this.task, this.traced?.exemplar);
+    this.traced?.end(status, at);
   }
 
   // A gRPC request never asks for a stream: a streaming model's chunks come to it gathered.
@@ -103,7 +112,7 @@ export class GrpcInference {
       callback(grpcError(call.request.error, requestId));
       return;
     }
-    const task = this.#enter(call.request, call.metadata, call.getDeadline(), requestId, (error, response) => {
+    const task = this.#enter("ModelInfer", call.request, call.metadata, call.getDeadline(), requestId, (error, response) => {
       if (error === undefined) callback(null, response);
       else callback(grpcError(error, requestId));
     });
@@ -185,7 +194,7 @@ export class GrpcInference {
       const arrival = arrivalOf(request);
       if (arrival !== undefined) reset = () => arrival.reset();
       let task: Task | undefined;
-      task = this.#enter(request, call.metadata, call.getDeadline(), requestId, (error, response) => {
+      task = this.#enter("ModelStreamInfer", request, call.metadata, call.getDeadline(), requestId, (error, response) => {
         if (task !== undefined) pending.delete(task);
         write(error === undefined ? { infer_response: response } : { error_message: error.publicMessage });
         finish();
@@ -208,7 +217,7 @@ export class GrpcInference {
 
   // Makes the task of one request and queues it; a request refused at once is answered through
   // `deliver` and has no task.
-  #enter(request: InferRequestMessage, metadata: Metadata, callDeadline: Date | number, requestId: string, deliver: Deliver): Task | undefined {
+  #enter(rpc: string, request: InferRequestMessage, metadata: Metadata, callDeadline: Date | number, requestId: string, deliver: Deliver): Task | undefined {
     // The bytes the message came with, held since they arrived, are the request's now; it
     // arrived with its first byte, as a REST request does.
     const arrived = takeArrived(request);
@@ -233,7 +242,10 @@ export class GrpcInference {
       const { priority, timeoutMs: ownMs } = asked === undefined && timeout === undefined ? NO_ASK : requestSchedule(parameterValue(asked), parameterValue(timeout), "us");
       const timeoutMs = Math.min(this.timeoutMs, callMs, ownMs ?? Infinity);
       const answer = new GrpcAnswer(this.core, path, arrival, hold, deliver);
-      const meta = { requestId, headers: { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) }, deadline: Date.now() - elapsed + timeoutMs, route: path, v2: plane.identityOf(target) };
+      const headers = { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) };
+      // A traceparent in the call's metadata continues the client's trace, as the REST header does.
+      if (tracer !== undefined) answer.traced = tracer.request(rpc, path, arrival, headers, requestId, "grpc");
+      const meta = { requestId, headers, deadline: Date.now() - elapsed + timeoutMs, route: path, v2: plane.identityOf(target) };
       const { tenantKey } = this;
       const tenant = tenantKey === undefined ? "" : tenantOf(tenantKey, (name) => metadata.get(name)[0], (name) => parameterValue(request.parameters[name]));
       return admission.enter(plane.stepsOf(target), meta, arrival, timeoutMs, body, transfer, answer, false, priority, tenant);

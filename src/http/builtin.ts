@@ -1,5 +1,6 @@
 import type { HttpRequest, HttpResponse } from "./http-message.js";
 import { ShoalError } from "../errors.js";
+import { wantsOpenMetrics } from "../metrics/openmetrics.js";
 import type { Metrics } from "../metrics/registry.js";
 import { sendBody, sendError, sendJson, sendPage } from "./send.js";
 import type { ApiDocs } from "./docs.js";
@@ -37,8 +38,10 @@ export function serveBuiltin(path: string, req: HttpRequest, res: HttpResponse, 
     return;
   }
   if (path === "/metrics") {
-    metrics.text().then(
-      (text) => sendBody(res, 200, { "content-type": metrics.contentType, "content-length": Buffer.byteLength(text), "x-request-id": requestId }, text),
+    // OpenMetrics when the scraper asks for it: the form that carries exemplars.
+    const open = wantsOpenMetrics(req.headers.accept);
+    metrics.text(open).then(
+      (text) => sendBody(res, 200, { "content-type": metrics.contentType(open), "content-length": Buffer.byteLength(text), "x-request-id": requestId, vary: "Accept" }, text),
       (err: Error) => sendError(res, requestId, new ShoalError("SERVER", `metrics: ${err.message}`)),
     );
     return;

@@ -201,7 +201,7 @@ export class HttpReply implements Reply {
 
   #answered(status: number, bytesOut: number, ms: number): void {
     const { metrics, accessLog: log } = this.parts;
-    metrics.answered(this.path, status, ms, "http", this.task);
+    metrics.answered(this.path, status, ms, "http", this.task, this.traced?.exemplar);
     this.traced?.end(status, this.arrival + ms);
     if (log?.sampled()) {
       const { task } = this;

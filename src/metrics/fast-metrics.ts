@@ -29,12 +29,21 @@ export class CounterSeries {
   }
 }
 
+/** An OpenMetrics exemplar: the labels (a trace id) of one observation, its value and when (seconds since the epoch). */
+export interface Exemplar {
+  labelSet: Readonly<Labels>;
+  value: number;
+  timestamp: number;
+}
+
 /** One series of a {@link FastHistogram}. */
 export class HistogramSeries {
   sum = 0;
   count = 0;
   // Observations in each bucket alone (not yet cumulative); the last is +Inf's.
   readonly buckets: number[];
+  // The latest exemplar of each bucket; made at the first, so a series never given one holds none.
+  exemplars: (Exemplar | undefined)[] | undefined;
 
   constructor(
     readonly labels: Labels,
@@ -43,13 +52,21 @@ export class HistogramSeries {
     this.buckets = new Array<number>(bounds.length + 1).fill(0);
   }
 
-  observe(value: number): void {
+  /** Counts `value`; returns the index of its bucket. */
+  observe(value: number): number {
     const { bounds } = this;
     let i = 0;
     while (i < bounds.length && value > bounds[i]!) i++;
     this.buckets[i]!++;
     this.sum += value;
     this.count++;
+    return i;
+  }
+
+  /** Counts `value`, and keeps `labelSet` (e.g. its trace id) as its bucket's exemplar. */
+  observeWithExemplar(value: number, labelSet: Readonly<Labels>): void {
+    const i = this.observe(value);
+    (this.exemplars ??= new Array<Exemplar | undefined>(this.buckets.length))[i] = { labelSet, value, timestamp: Date.now() / 1000 };
   }
 }
 
@@ -125,8 +142,8 @@ export class FastHistogram extends FastMetric<HistogramSeries> {
   }
 
   protected values(series: HistogramSeries): MetricValueWithName<string>[] {
-    const { labels, buckets, bounds } = series;
-    const out: MetricValueWithName<string>[] = [];
+    const { labels, buckets, bounds, exemplars } = series;
+    const out: (MetricValueWithName<string> & { exemplar?: Exemplar })[] = [];
     let cumulative = 0;
     for (let i = 0; i < bounds.length; i++) {
       cumulative += buckets[i]!;
@@ -137,6 +154,12 @@ export class FastHistogram extends FastMetric<HistogramSeries> {
       { labels, value: series.sum, metricName: `${this.name}_sum` },
       { labels, value: series.count, metricName: `${this.name}_count` },
     );
+    // prom-client writes a value's exemplar in the OpenMetrics exposition only.
+    if (exemplars !== undefined) {
+      exemplars.forEach((exemplar, i) => {
+        if (exemplar !== undefined) out[i]!.exemplar = exemplar;
+      });
+    }
     return out;
   }
 }

@@ -2,6 +2,7 @@ import { FastCounter, FastHistogram, type CounterSeries, type HistogramSeries } 
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { BATCH_BUCKETS, LATENCY_BUCKETS, type Buckets } from "./buckets.js";
 import { loadOf, type Load } from "./load-report.js";
+import { OPENMETRICS_CONTENT_TYPE, openMetricsText } from "./openmetrics.js";
 import type { Phases, Protocol, StageMetrics, TenantOutcome, QueueOutcome, StreamMetrics, WorkerMetricsReport, QueueGauges, PoolGauges, ServerGauges } from "./metric-types.js";
 
 export type { Phases, Protocol, StageMetrics, TenantOutcome, QueueOutcome, StreamMetrics, WorkerMetricsReport, QueueGauges, PoolGauges, ServerGauges };
@@ -235,9 +236,10 @@ export class Metrics {
 
   /**
    * A request to `route` that came by `protocol` was answered with `code` after `ms`; its task,
-   * when it was sent to a worker, gives the time of each phase and its batch's size.
+   * when it was sent to a worker, gives the time of each phase and its batch's size. A traced
+   * request gives its `exemplar` (its trace and span ids), kept on each of its buckets.
    */
-  answered(route: string, code: number, ms: number, protocol: Protocol = "http", task?: Phases): void {
+  answered(route: string, code: number, ms: number, protocol: Protocol = "http", task?: Phases, exemplar?: Readonly<Record<string, string>>): void {
     // Series are looked up once per route, protocol and code.
     const key = protocol === "http" ? route : `${protocol} ${route}`;
     let children = this.#answers.get(key);
@@ -254,10 +256,10 @@ export class Metrics {
       this.#answers.set(key, children);
     }
     if (task !== undefined && task.batchSize > 0) {
-      children.queue.observe(task.queueMs / 1000);
-      children.fill.observe(task.fillMs / 1000);
-      children.forward.observe(task.forwardMs / 1000);
-      children.batch.observe(task.batchSize);
+      observe(children.queue, task.queueMs / 1000, exemplar);
+      observe(children.fill, task.fillMs / 1000, exemplar);
+      observe(children.forward, task.forwardMs / 1000, exemplar);
+      observe(children.batch, task.batchSize, exemplar);
     }
     let count = children.byCode.get(code);
     if (count === undefined) {
@@ -265,7 +267,7 @@ export class Metrics {
       children.byCode.set(code, count);
     }
     count.inc();
-    children.latency.observe(ms / 1000);
+    observe(children.latency, ms / 1000, exemplar);
   }
 
   // Keeps a worker's latest report of its own metrics; `undefined` forgets the worker.
@@ -275,16 +277,29 @@ export class Metrics {
     else this.#workers.set(key, { labels: { ...owner, worker: String(workerId) }, metrics });
   }
 
-  /** The exposition text: the server's metrics, then every worker's with `stage` (or `model`) and `worker` labels. */
-  async text(): Promise<string> {
-    if (this.#workers.size === 0) return this.registry.metrics();
-    const labelled = [...this.#workers.values()].map(({ labels, metrics }) =>
-      metrics.map((m) => ({ ...m, values: m.values.map((v) => ({ ...v, labels: { ...v.labels, ...labels } })) })),
-    );
-    return Registry.merge([this.registry, AggregatorRegistry.aggregate(labelled)]).metrics();
+  /**
+   * The exposition text: the server's metrics, then every worker's with `stage` (or `model`) and
+   * `worker` labels; as OpenMetrics (with exemplars) when `openMetrics`, else Prometheus's text.
+   */
+  async text(openMetrics = false): Promise<string> {
+    let registry = this.registry;
+    if (this.#workers.size > 0) {
+      const labelled = [...this.#workers.values()].map(({ labels, metrics }) =>
+        metrics.map((m) => ({ ...m, values: m.values.map((v) => ({ ...v, labels: { ...v.labels, ...labels } })) })),
+      );
+      registry = Registry.merge([this.registry, AggregatorRegistry.aggregate(labelled)]);
+    }
+    return openMetrics ? openMetricsText(registry) : registry.metrics();
   }
 
-  get contentType(): string {
-    return this.registry.contentType;
+  /** The content type of {@link text}'s answer. */
+  contentType(openMetrics = false): string {
+    return openMetrics ? OPENMETRICS_CONTENT_TYPE : this.registry.contentType;
   }
+}
+
+// One observation, with its request's exemplar when it was traced (tracing off: never).
+function observe(series: HistogramSeries, value: number, exemplar: Readonly<Record<string, string>> | undefined): void {
+  if (exemplar === undefined) series.observe(value);
+  else series.observeWithExemplar(value, exemplar);
 }

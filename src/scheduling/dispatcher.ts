@@ -39,7 +39,7 @@ export interface Flight {
   readonly model?: string;
   /** The worker it goes to; undefined for any free one. */
   readonly workerId?: number;
-  /** When it was sent, while tracing is on. */
+  /** When it was sent, when it holds a traced request. */
   sentAt?: number;
 }
 
@@ -113,10 +113,13 @@ export class Dispatcher {
       task.transfer = undefined;
     }
     if (flight.to.batches) flight.to.metrics.batch(tasks.length);
-    if (tracer !== undefined) flight.sentAt = performance.now();
     flight.to.running += tasks.length;
     const message: Omit<BatchMessage, "seq"> = flight.model === undefined ? { kind: "batch", items } : { kind: "batch", items, model: flight.model };
-    if (flight.sentAt !== undefined && tasks.some((task) => task.traced !== undefined)) message.traced = true;
+    // Only a batch that holds a sampled request is traced: the others cost one test per task.
+    if (tracer !== undefined && tasks.some((task) => task.traced !== undefined)) {
+      flight.sentAt = performance.now();
+      message.traced = true;
+    }
     const workerId = this.pool.dispatch(flight, message, transfer.length > 0 ? attached(transfer) : transfer, flight.workerId);
     // A task of several steps keeps its last batch's size and worker.
     for (const task of tasks) task.workerId = workerId;
