@@ -12,6 +12,7 @@ import { decideBatch } from "../src/scheduling/batcher.js";
 import { activate, charge, pickShare, TenantKeys } from "../src/scheduling/fair-share.js";
 import { ArrivalRate, autoWaitMs, LatencyModel, MIN_BATCHES, predictMs, retryAfter, targetBatch } from "../src/scheduling/latency-model.js";
 import { queueOrderOf } from "../src/scheduling/priority-order.js";
+import { bucketOf } from "../src/scheduling/length-buckets.js";
 import { Task, type Reply } from "../src/scheduling/task.js";
 import { tenantOf } from "../src/serving/request-schedule.js";
 import { parseTenantKey } from "../src/config.js";
@@ -27,7 +28,7 @@ function fitted(fixedMs = 10, perItemMs = 2): LatencyModel {
 }
 
 /** A queue on a clock the test moves, with what it answered and counted. */
-function setUp(settings: PrioritySettings, policy: BatchPolicy, workers = () => 1) {
+function setUp(settings: PrioritySettings, policy: BatchPolicy, workers = () => 1, sizeOf?: (item: unknown) => number) {
   const clock = { now: 0 };
   const answers = new Map<string, { status: number; retryAfter: number | undefined }>();
   const counted: QueueOutcome[] = [];
@@ -48,6 +49,7 @@ function setUp(settings: PrioritySettings, policy: BatchPolicy, workers = () => 
     predicted: (p, a) => predicted.push([p, a]),
     waitChosen: (ms) => waits.push(ms),
     tenantCounted: (share, outcome) => tenants.push([share, outcome]),
+    sizeOf,
   });
   const task = (name: string, timeoutMs = 1000, tenant = ""): Task => {
     const reply: Reply = { send: () => answers.set(name, { status: 200, retryAfter: undefined }), fail: (e) => answers.set(name, { status: e.status, retryAfter: e.retryAfterS }), chunk: () => {}, end: () => {}, release: () => {} };
@@ -217,6 +219,76 @@ describe("cost-aware batching", () => {
     for (const tokens of [2, -1, 1, 2]) queue.admit(new Task([], { requestId: "x", headers: {}, deadline: 0, route: "/" }, 1000, { tokens }, undefined, reply));
     assert.deepEqual(queue.next()!.map((t) => t.cost), [2, 1]);
     assert.deepEqual(queue.next()!.map((t) => t.cost), [1, 2]);
+  });
+});
+
+describe("length buckets", () => {
+  /** A queue whose items are named by their cost: "s10" costs 10; level 1 when the name ends in "!". */
+  function bucketed(settings: PrioritySettings, maxBatchSize = 4) {
+    const q = setUp({ batchBuckets: [16, 64], ...settings }, { maxBatchSize, maxWaitMs: 0 }, () => 1, (item) => parseInt(String(item).slice(1), 10));
+    const add = (...names: string[]) => {
+      for (const name of names) {
+        const task = q.task(name);
+        if (name.endsWith("!")) task.priority = 1;
+        assert.equal(q.queue.admit(task), undefined);
+      }
+    };
+    const batch = () => q.queue.next()?.map((t) => t.payload);
+    return { ...q, add, batch };
+  }
+
+  test("an item's bucket is the first bound it does not exceed", () => {
+    assert.deepEqual([1, 16, 17, 64, 65, 1e6].map((cost) => bucketOf(cost, [16, 64])), [0, 0, 1, 1, 2, 2]);
+  });
+
+  test("a batch holds its first item's bucket only, in queue order; the items set aside lead the next batches", () => {
+    const q = bucketed({});
+    q.add("s10", "s100", "s12", "s50", "s14", "s60", "s200");
+    assert.deepEqual(q.batch(), ["s10", "s12", "s14"]);
+    assert.deepEqual(q.batch(), ["s100", "s200"], "the oldest left leads, whatever its bucket");
+    assert.deepEqual(q.batch(), ["s50", "s60"]);
+    assert.equal(q.queue.queued, 0);
+  });
+
+  test("nothing starves: an item set aside leads the very next batch, however many of another bucket come", () => {
+    const q = bucketed({});
+    q.add("s10", "s100", "s11", "s12", "s13", "s14", "s15");
+    assert.deepEqual(q.batch(), ["s10", "s11", "s12", "s13"]);
+    q.add("s1", "s2", "s3", "s4");
+    assert.deepEqual(q.batch(), ["s100"]);
+    assert.deepEqual(q.batch(), ["s14", "s15", "s1", "s2"]);
+  });
+
+  test("with priority levels: a higher level still leads; within a level, earliest deadline first; the budget holds too", () => {
+    const q = bucketed({ priorityLevels: 2 });
+    q.add("s10", "s100", "s12");
+    assert.deepEqual(q.batch(), ["s10", "s12"]);
+    q.add("s50!", "s13!", "s20");
+    assert.deepEqual(q.batch(), ["s50!", "s20"], "level 1 leads; the rest of its bucket follows, of any level");
+    assert.deepEqual(q.batch(), ["s13!"]);
+    assert.deepEqual(q.batch(), ["s100"]);
+    const d = bucketed({ priorityLevels: 1 });
+    d.add("s10", "s11");
+    const urgent = d.task("s12");
+    urgent.deadline = 50;
+    d.queue.admit(urgent);
+    assert.deepEqual(d.batch(), ["s12", "s10", "s11"], "the soonest deadline first");
+    const c = setUp({ batchBuckets: [16, 64] }, { maxBatchSize: 8, maxWaitMs: 0, maxBatchCost: 30 }, () => 1, (item) => parseInt(String(item).slice(1), 10));
+    for (const name of ["s10", "s40", "s12", "s9", "s5"]) c.queue.admit(c.task(name));
+    assert.deepEqual(c.queue.next()!.map((t) => t.payload), ["s10", "s12"], "s40 set aside; s9 would pass the budget of 30: the batch ends there");
+    assert.deepEqual(c.queue.next()!.map((t) => t.payload), ["s40"]);
+  });
+
+  test("an item set aside that settles leaves the queue, and is never sent", () => {
+    const q = bucketed({});
+    q.add("s10", "s100", "s11");
+    assert.deepEqual(q.batch(), ["s10", "s11"]);
+    assert.equal(q.queue.queued, 1);
+    q.clock.now = 2000;
+    const batch = q.queue.next();
+    assert.deepEqual(batch, [], "its deadline passed while it was set aside: answered, not sent");
+    assert.equal(q.answers.get("s100")?.status, 408);
+    assert.equal(q.queue.queued, 0);
   });
 });
 

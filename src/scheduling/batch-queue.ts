@@ -32,7 +32,7 @@ export interface BatchQueueOptions {
   waitChosen?: (ms: number) => void;
   /** What became of a task of a queue that shares between tenants, by its tenant's share. */
   tenantCounted?: (share: string, outcome: TenantOutcome) => void;
-  /** The cost of a queued item, for the policy's `maxBatchCost` (default: a body's bytes, else 1). */
+  /** The cost of a queued item, for the policy's `maxBatchCost` and the order's length buckets (default: a body's bytes, else 1). */
   sizeOf?: (item: unknown) => number;
 }
 
@@ -143,7 +143,7 @@ export class BatchQueue {
     // Only what joins counts towards the rate the wait is chosen by: a refused request never fills a batch.
     if (this.policy.maxWaitMs === "auto") (this.#rate ??= new ArrivalRate()).arrived(now);
     if (task.share !== undefined) this.#tenantCounted(task.share, "queued");
-    if (this.policy.maxBatchCost !== undefined) {
+    if (this.policy.maxBatchCost !== undefined || queue.focus !== undefined) {
       // A cost that is not a number above 0 counts as 1: a bad sizeOf must not stall the queue.
       const cost = this.#sizeOf(task.payload);
       task.cost = cost > 0 && Number.isFinite(cost) ? cost : 1;
@@ -279,8 +279,10 @@ export class BatchQueue {
       // A task that came after the worker began to wait waited for the fill since it came.
       if (fillFrom < now) task.fillMs += now - Math.max(fillFrom, task.enqueuedAt);
       this.waited(waited);
-      tasks.push(task);
+      // Length buckets: the rest of the batch is of its first item's bucket.
+      if (tasks.push(task) === 1) this.#queue.focus?.(task);
     }
+    this.#queue.focus?.(undefined);
     return tasks;
   }
 
