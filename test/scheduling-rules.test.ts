@@ -13,6 +13,8 @@ import { activate, charge, pickShare, TenantKeys } from "../src/scheduling/fair-
 import { ArrivalRate, autoWaitMs, LatencyModel, MIN_BATCHES, predictMs, retryAfter, targetBatch } from "../src/scheduling/latency-model.js";
 import { queueOrderOf } from "../src/scheduling/priority-order.js";
 import { bucketOf } from "../src/scheduling/length-buckets.js";
+import { modelSettingsSchema } from "../src/models/settings.js";
+import { resolveStageOptions } from "../src/stage-options.js";
 import { Task, type Reply } from "../src/scheduling/task.js";
 import { tenantOf } from "../src/serving/request-schedule.js";
 import { parseTenantKey } from "../src/config.js";
@@ -277,6 +279,13 @@ describe("length buckets", () => {
     for (const name of ["s10", "s40", "s12", "s9", "s5"]) c.queue.admit(c.task(name));
     assert.deepEqual(c.queue.next()!.map((t) => t.payload), ["s10", "s12"], "s40 set aside; s9 would pass the budget of 30: the batch ends there");
     assert.deepEqual(c.queue.next()!.map((t) => t.payload), ["s40"]);
+  });
+
+  test("the setting, the same in stage options and model-settings.json: bounds above 0, sorted", () => {
+    assert.deepEqual(resolveStageOptions("T_1", { batchBuckets: [256, 16, 64, 16] }).priority.batchBuckets, [16, 64, 256]);
+    assert.throws(() => resolveStageOptions("T_1", { batchBuckets: [0] }), /invalid stage T_1: option 'batchBuckets.0'/);
+    assert.deepEqual(modelSettingsSchema.parse({ name: "m", runtime: "onnx", batchBuckets: [64, 16] }).batchBuckets, [16, 64]);
+    assert.equal(modelSettingsSchema.safeParse({ name: "m", runtime: "onnx", batchBuckets: [] }).success, false);
   });
 
   test("an item set aside that settles leaves the queue, and is never sent", () => {
