@@ -10,7 +10,7 @@ import type { QueueOutcome, TenantOutcome } from "../src/metrics/registry.js";
 import { BatchQueue } from "../src/scheduling/batch-queue.js";
 import { decideBatch } from "../src/scheduling/batcher.js";
 import { activate, charge, pickShare, TenantKeys } from "../src/scheduling/fair-share.js";
-import { ArrivalRate, autoWaitMs, LatencyModel, MIN_BATCHES, predictMs, retryAfter, targetBatch } from "../src/scheduling/latency-model.js";
+import { ArrivalRate, autoWaitMs, LatencyModel, MIN_BATCHES, predictMs, Presence, retryAfter, targetBatch } from "../src/scheduling/latency-model.js";
 import { queueOrderOf } from "../src/scheduling/priority-order.js";
 import { bucketOf } from "../src/scheduling/length-buckets.js";
 import { modelSettingsSchema } from "../src/models/settings.js";
@@ -161,12 +161,62 @@ describe("adaptive batching", () => {
     assert.equal(autoWaitMs(new LatencyModel(), { queued: 1, ratePerMs: 0.2, maxBatchSize: 32, preferred: [] }), 0);
   });
 
+  test("the target is no more than have lately been present: in a closed loop of 6 clients, a batch of 6 leaves at once", () => {
+    const model = fitted(10, 2);
+    assert.equal(targetBatch(model, { queued: 0, ratePerMs: 1, maxBatchSize: 32, preferred: [], present: 5.2 }), 6);
+    assert.equal(autoWaitMs(model, { queued: 6, ratePerMs: 1, maxBatchSize: 32, preferred: [], present: 6 }), 0);
+    assert.equal(autoWaitMs(model, { queued: 5, ratePerMs: 1, maxBatchSize: 32, preferred: [], present: 6 }), 1, "one more client is on its way");
+    const presence = new Presence();
+    presence.arrived(6);
+    presence.arrived(3);
+    assert.equal(presence.peak, 6);
+    for (let i = 0; i < 20; i++) presence.took();
+    assert.ok(presence.peak < 3, `${presence.peak}: a load that fell is followed down`);
+    // Under a BatchQueue: 6 clients, each sending again when answered, 1 ms apart; 32 would never come.
+    const q = setUp({}, { maxBatchSize: 32, maxWaitMs: "auto" });
+    let running = 0;
+    const queue = new BatchQueue({ policy: { maxBatchSize: 32, maxWaitMs: "auto" }, capacity: 100, owner: "stage T_1", order: queueOrderOf({}), wake: () => {}, waited: () => {}, now: () => q.clock.now, running: () => running, waitChosen: (ms) => q.waits.push(ms) });
+    for (let i = 0; i < MIN_BATCHES; i++) queue.landed(Array.from({ length: 2 ** i }, (_, j) => q.task(`w${i}-${j}`)), 10 + 2 * 2 ** i);
+    // Each client sends again 0.1 ms after its answer; the worker takes a batch whenever it is free.
+    const sendAt = [0, 0.1, 0.2, 0.3, 0.4, 0.5];
+    const sizes: number[] = [];
+    const starts: number[] = [];
+    let batch: Task[] = [];
+    let busyUntil = 0;
+    for (let step = 0; step < 5000 && sizes.length < 12; step++) {
+      q.clock.now = step * 0.1;
+      if (batch.length > 0 && q.clock.now >= busyUntil) {
+        queue.landed(batch, 10 + 2 * batch.length);
+        batch.forEach((task, i) => (sendAt[Number(String(task.payload).slice(1))] = q.clock.now + 0.1 * (i + 1)));
+        batch = [];
+        running = 0;
+      }
+      sendAt.forEach((at, client) => {
+        if (at > q.clock.now) return;
+        queue.admit(q.task(`c${client}`));
+        sendAt[client] = Infinity;
+      });
+      if (batch.length > 0) continue;
+      batch = queue.next() ?? [];
+      running = batch.length;
+      busyUntil = q.clock.now + 10 + 2 * batch.length;
+      if (batch.length === 0) continue;
+      sizes.push(batch.length);
+      starts.push(q.clock.now);
+    }
+    assert.deepEqual(sizes.slice(-3), [6, 6, 6], `batches ${sizes}: full of the clients there are`);
+    // A batch of 6 takes 22 ms, and the clients come back within 0.6 ms of its answers.
+    const cycles = starts.slice(-4).map((t, i, all) => (i === 0 ? 0 : t - all[i - 1]!)).slice(1);
+    assert.ok(cycles.every((ms) => ms < 23.5), `batches every ${cycles.map((ms) => ms.toFixed(1))} ms: none waits for a batch of 32 that never comes`);
+  });
+
   test("arrivals per ms follow the gaps, and a silence lowers them", () => {
     const rate = new ArrivalRate();
     assert.equal(rate.perMs(0), 0);
     for (let t = 0; t <= 100; t += 5) rate.arrived(t);
     assert.ok(Math.abs(rate.perMs(100) - 0.2) < 1e-9);
     assert.ok(rate.perMs(150) <= 1 / 50 + 1e-9);
+    assert.ok(Math.abs(rate.perMs(150, 60) - 0.2) < 1e-9, "a silence within its patience does not");
   });
 
   test("a preferred size that is queued leaves at once; below the smallest, the wait decides", () => {
@@ -270,11 +320,10 @@ describe("length buckets", () => {
     assert.deepEqual(q.batch(), ["s13!"]);
     assert.deepEqual(q.batch(), ["s100"]);
     const d = bucketed({ priorityLevels: 1 });
-    d.add("s10", "s11");
-    const urgent = d.task("s12");
-    urgent.deadline = 50;
-    d.queue.admit(urgent);
+    d.add("s10", "s100", "s11");
+    d.queue.admit(d.task("s12", 50));
     assert.deepEqual(d.batch(), ["s12", "s10", "s11"], "the soonest deadline first");
+    assert.deepEqual(d.batch(), ["s100"]);
     const c = setUp({ batchBuckets: [16, 64] }, { maxBatchSize: 8, maxWaitMs: 0, maxBatchCost: 30 }, () => 1, (item) => parseInt(String(item).slice(1), 10));
     for (const name of ["s10", "s40", "s12", "s9", "s5"]) c.queue.admit(c.task(name));
     assert.deepEqual(c.queue.next()!.map((t) => t.payload), ["s10", "s12"], "s40 set aside; s9 would pass the budget of 30: the batch ends there");

@@ -1,7 +1,7 @@
 import { ShoalError } from "../errors.js";
 import type { QueueOutcome, TenantOutcome } from "../metrics/registry.js";
 import { decideBatch, type BatchPolicy } from "./batcher.js";
-import { ArrivalRate, autoWaitMs, LatencyModel, predictMs, retryAfter } from "./latency-model.js";
+import { ArrivalRate, autoWaitMs, LatencyModel, predictMs, Presence, retryAfter } from "./latency-model.js";
 import type { QueueOrder } from "./queue-order.js";
 import type { Task } from "./task.js";
 
@@ -24,6 +24,8 @@ export interface BatchQueueOptions {
   now?: () => number;
   /** Workers that take from this queue now (0 while they start); 1 unless given. */
   workers?: () => number;
+  /** Items of this queue at its workers now: with it, `maxWaitMs: "auto"` waits for no more than have lately been present. */
+  running?: () => number;
   /** Refuse at once a request the latency model says would miss its deadline (`predictAdmission`). */
   predict?: boolean;
   /** A task admitted on a prediction of `predictedMs` was answered at this step `actualMs` after it joined. */
@@ -60,6 +62,8 @@ export class BatchQueue {
   // made only for a queue that predicts or chooses its wait, so that no other pays for them.
   #latency: LatencyModel | undefined;
   #rate: ArrivalRate | undefined;
+  readonly #presence: Presence | undefined;
+  readonly #running: () => number;
   readonly #workers: () => number;
   readonly #predict: boolean;
   readonly #predicted: ((predictedMs: number, actualMs: number) => void) | undefined;
@@ -102,6 +106,8 @@ export class BatchQueue {
     this.counted = options.counted ?? (() => {});
     this.#queue = options.order;
     this.#workers = options.workers ?? (() => 1);
+    this.#running = options.running ?? (() => 0);
+    this.#presence = options.running !== undefined && this.policy.maxWaitMs === "auto" ? new Presence() : undefined;
     this.#predict = options.predict ?? false;
     this.#predicted = options.predicted;
     this.#waitChosen = options.waitChosen;
@@ -152,6 +158,7 @@ export class BatchQueue {
     task.enqueuedAt = now;
     task.queuedIn = this;
     queue.push(task);
+    this.#presence?.arrived(queue.length + this.#running());
     if (queue.nextExpiry !== undefined) this.#armExpiry();
     return undefined;
   }
@@ -244,10 +251,17 @@ export class BatchQueue {
     if (maxWaitMs !== "auto") return maxWaitMs;
     const workers = Math.max(1, this.#workers());
     const latency = (this.#latency ??= new LatencyModel());
-    const chosen = autoWaitMs(latency, { queued: this.#queue.length, ratePerMs: (this.#rate ??= new ArrivalRate()).perMs(now) / workers, maxBatchSize: this.policy.maxBatchSize, preferred: this.policy.preferredBatchSize ?? [] });
-    // The batch leaves at `enqueuedAt + ms`: by then a full batch's time must still fit before the head's deadline.
-    const ms = Math.max(0, Math.min(chosen, head.deadline - latency.forwardMs(this.policy.maxBatchSize) - head.enqueuedAt));
-    this.#waitChosen?.(ms);
+    const present = this.#presence === undefined ? undefined : this.#presence.peak / workers;
+    // A silence no longer than a full batch's time may be clients waiting for their answers.
+    const ratePerMs = (this.#rate ??= new ArrivalRate()).perMs(now, latency.forwardMs(this.policy.maxBatchSize)) / workers;
+    const chosen = autoWaitMs(latency, { queued: this.#queue.length, ratePerMs, maxBatchSize: this.policy.maxBatchSize, preferred: this.policy.preferredBatchSize ?? [], present });
+    // The wait counts from when a free worker first found this batch partial (the missing items
+    // arrive from then on), not from the head's arrival: items that waited out a busy worker have
+    // not waited for the fill. The batch leaves at `enqueuedAt + ms`: by then a full batch's time
+    // must still fit before the head's deadline.
+    const from = Math.min(this.#fillFrom, now) - head.enqueuedAt;
+    const ms = Math.max(0, Math.min(from + chosen, head.deadline - latency.forwardMs(this.policy.maxBatchSize) - head.enqueuedAt));
+    this.#waitChosen?.(Math.max(0, ms - from));
     return ms;
   }
 
@@ -283,6 +297,7 @@ export class BatchQueue {
       if (tasks.push(task) === 1) this.#queue.focus?.(task);
     }
     this.#queue.focus?.(undefined);
+    this.#presence?.took();
     return tasks;
   }
 
