@@ -11,7 +11,7 @@
  * `count`'s at the same load (medians over rounds). Goal (issue 26): ≥ 1.3× at equal p99.
  */
 import { gitState, machineInfo } from "../lib/machine.js";
-import { fmtInt, fmtMs, markdownTable, reportHeader, writeResults } from "../lib/results.js";
+import { fmtInt, fmtMs, markdownTable, reportHeader, serverLines, writeResults } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { medianPoint, sideBySide } from "../lib/side-by-side.js";
 import { median } from "../lib/stats.js";
@@ -63,10 +63,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
     "",
     markdownTable(headers, rows),
     "",
-    "Servers:",
-    "",
-    ...Object.entries(commands).map(([policy, command]) => `- ${policy}: \`${command}\``),
-    "",
+    ...serverLines(commands),
   ].join("\n");
   const files = writeResults(ctx.resultsDir, "lengths", { summary, points, commands }, md);
   log(`wrote ${files.md}`);

@@ -17,7 +17,7 @@
  */
 import { closedLoop, counterTotal, openLoop, type Ask } from "../lib/http-load.js";
 import { gitState, machineInfo } from "../lib/machine.js";
-import { fmtInt, fmtMs, markdownTable, reportHeader, writeResults } from "../lib/results.js";
+import { fmtInt, fmtMs, markdownTable, reportHeader, serverLines, writeResults } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer, type RunningServer } from "../lib/server.js";
 import { percentile } from "../lib/stats.js";
@@ -172,10 +172,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
     "",
     markdownTable(headers, rows),
     "",
-    "Servers:",
-    "",
-    ...Object.entries(commands).map(([policy, command]) => `- ${policy}: \`${command}\``),
-    "",
+    ...serverLines(commands),
   ].join("\n");
   const files = writeResults(ctx.resultsDir, "overload", { capacity: cap, highDeadlineMs: HIGH_DEADLINE_MS, lowDeadlineMs: LOW_DEADLINE_MS, points, commands }, md);
   log(`wrote ${files.md}`);

@@ -9,7 +9,7 @@
  * fixed wait's throughput at every load, without tuning.
  */
 import { gitState, machineInfo } from "../lib/machine.js";
-import { fmtInt, fmtMs, markdownTable, reportHeader, writeResults } from "../lib/results.js";
+import { fmtInt, fmtMs, markdownTable, reportHeader, serverLines, writeResults } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { medianPoint, sideBySide } from "../lib/side-by-side.js";
 
@@ -57,10 +57,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
     "",
     markdownTable(headers, rows),
     "",
-    "Servers (BENCH_MAX_WAIT_MS set to each wait):",
-    "",
-    ...Object.entries(commands).map(([name, command]) => `- ${name}: \`${command}\``),
-    "",
+    ...serverLines(commands, "Servers (BENCH_MAX_WAIT_MS set to each wait):"),
   ].join("\n");
   const files = writeResults(ctx.resultsDir, "wait-sweep", { summary, points, commands }, md);
   log(`wrote ${files.md}`);
