@@ -5,6 +5,13 @@ import { ArrivalRate, autoWaitMs, LatencyModel, predictMs, Presence, retryAfter 
 import type { QueueOrder } from "./queue-order.js";
 import type { Task } from "./task.js";
 
+/**
+ * A queue that predicts sends a task only if its batch, at this many times the model's forward
+ * time, still ends before its deadline: the model is a mean, and a batch that runs longer than it
+ * would answer late, work thrown away (docs/benchmarks.md, overload).
+ */
+export const SEND_MARGIN = 1.25;
+
 /** What a {@link BatchQueue} is made of, given by its owner. */
 export interface BatchQueueOptions {
   policy: BatchPolicy;
@@ -270,8 +277,8 @@ export class BatchQueue {
     const tasks: Task[] = [];
     const budget = this.policy.maxBatchCost ?? Infinity;
     let spent = 0;
-    // A queue that predicts sends no task its batch cannot finish in time for: that work would be thrown away.
-    const soonest = this.#predict && this.#latency?.ready === true ? now + this.#latency.forwardMs(count) : now;
+    // A queue that predicts sends no task its batch cannot finish in time for (with a margin): that work would be thrown away.
+    const soonest = this.#predict && this.#latency?.ready === true ? now + SEND_MARGIN * this.#latency.forwardMs(count) : now;
     const fillFrom = this.#fillFrom;
     this.#fillFrom = Infinity;
     while (tasks.length < count) {
