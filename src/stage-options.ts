@@ -35,6 +35,7 @@ export const prioritySettingsShape = {
   tenantWeights: z.record(z.string().min(1).max(64), z.number().positive().max(1e6)).optional(),
   maxTenants: z.number().int().min(1).max(1000).optional(),
   maxBatchCost: z.number().positive().optional(),
+  batchBuckets: z.array(z.number().positive()).min(1).transform((bounds) => [...new Set(bounds)].sort((a, b) => a - b)).optional(),
   responseCache: z.strictObject({ maxBytes: z.number().int().min(1) }).optional(),
 };
 
@@ -86,6 +87,8 @@ export interface PrioritySettings {
   maxTenants?: number;
   /** Most cost one batch may hold, its items' costs together (`sizeOf`; by default a request body's bytes): many short inputs or a few long ones. One item always goes, whatever its cost. */
   maxBatchCost?: number;
+  /** Bounds of cost (`sizeOf`) that group items into buckets: `[16, 64, 256]` makes ≤ 16, ≤ 64, ≤ 256 and the rest. A batch then holds items of its first item's bucket only, so a model that pads to the longest item pads little. */
+  batchBuckets?: number[];
   /** Keep answers and give them again for the same request, never queued (off by default): at most `maxBytes`, least recently used out first. On a route's first stage: the route's. */
   responseCache?: { maxBytes: number };
 }

@@ -10,8 +10,11 @@ import type { QueueOutcome, TenantOutcome } from "../src/metrics/registry.js";
 import { BatchQueue } from "../src/scheduling/batch-queue.js";
 import { decideBatch } from "../src/scheduling/batcher.js";
 import { activate, charge, pickShare, TenantKeys } from "../src/scheduling/fair-share.js";
-import { ArrivalRate, autoWaitMs, LatencyModel, MIN_BATCHES, predictMs, retryAfter, targetBatch } from "../src/scheduling/latency-model.js";
+import { ArrivalRate, autoWaitMs, LatencyModel, MIN_BATCHES, predictMs, Presence, retryAfter, targetBatch } from "../src/scheduling/latency-model.js";
 import { queueOrderOf } from "../src/scheduling/priority-order.js";
+import { bucketOf } from "../src/scheduling/length-buckets.js";
+import { modelSettingsSchema } from "../src/models/settings.js";
+import { resolveStageOptions } from "../src/stage-options.js";
 import { Task, type Reply } from "../src/scheduling/task.js";
 import { tenantOf } from "../src/serving/request-schedule.js";
 import { parseTenantKey } from "../src/config.js";
@@ -27,7 +30,7 @@ function fitted(fixedMs = 10, perItemMs = 2): LatencyModel {
 }
 
 /** A queue on a clock the test moves, with what it answered and counted. */
-function setUp(settings: PrioritySettings, policy: BatchPolicy, workers = () => 1) {
+function setUp(settings: PrioritySettings, policy: BatchPolicy, workers = () => 1, sizeOf?: (item: unknown) => number) {
   const clock = { now: 0 };
   const answers = new Map<string, { status: number; retryAfter: number | undefined }>();
   const counted: QueueOutcome[] = [];
@@ -48,6 +51,7 @@ function setUp(settings: PrioritySettings, policy: BatchPolicy, workers = () => 
     predicted: (p, a) => predicted.push([p, a]),
     waitChosen: (ms) => waits.push(ms),
     tenantCounted: (share, outcome) => tenants.push([share, outcome]),
+    sizeOf,
   });
   const task = (name: string, timeoutMs = 1000, tenant = ""): Task => {
     const reply: Reply = { send: () => answers.set(name, { status: 200, retryAfter: undefined }), fail: (e) => answers.set(name, { status: e.status, retryAfter: e.retryAfterS }), chunk: () => {}, end: () => {}, release: () => {} };
@@ -157,12 +161,62 @@ describe("adaptive batching", () => {
     assert.equal(autoWaitMs(new LatencyModel(), { queued: 1, ratePerMs: 0.2, maxBatchSize: 32, preferred: [] }), 0);
   });
 
+  test("the target is no more than have lately been present: in a closed loop of 6 clients, a batch of 6 leaves at once", () => {
+    const model = fitted(10, 2);
+    assert.equal(targetBatch(model, { queued: 0, ratePerMs: 1, maxBatchSize: 32, preferred: [], present: 5.2 }), 6);
+    assert.equal(autoWaitMs(model, { queued: 6, ratePerMs: 1, maxBatchSize: 32, preferred: [], present: 6 }), 0);
+    assert.equal(autoWaitMs(model, { queued: 5, ratePerMs: 1, maxBatchSize: 32, preferred: [], present: 6 }), 1, "one more client is on its way");
+    const presence = new Presence();
+    presence.arrived(6);
+    presence.arrived(3);
+    assert.equal(presence.peak, 6);
+    for (let i = 0; i < 20; i++) presence.took();
+    assert.ok(presence.peak < 3, `${presence.peak}: a load that fell is followed down`);
+    // Under a BatchQueue: 6 clients, each sending again when answered, 1 ms apart; 32 would never come.
+    const q = setUp({}, { maxBatchSize: 32, maxWaitMs: "auto" });
+    let running = 0;
+    const queue = new BatchQueue({ policy: { maxBatchSize: 32, maxWaitMs: "auto" }, capacity: 100, owner: "stage T_1", order: queueOrderOf({}), wake: () => {}, waited: () => {}, now: () => q.clock.now, running: () => running, waitChosen: (ms) => q.waits.push(ms) });
+    for (let i = 0; i < MIN_BATCHES; i++) queue.landed(Array.from({ length: 2 ** i }, (_, j) => q.task(`w${i}-${j}`)), 10 + 2 * 2 ** i);
+    // Each client sends again 0.1 ms after its answer; the worker takes a batch whenever it is free.
+    const sendAt = [0, 0.1, 0.2, 0.3, 0.4, 0.5];
+    const sizes: number[] = [];
+    const starts: number[] = [];
+    let batch: Task[] = [];
+    let busyUntil = 0;
+    for (let step = 0; step < 5000 && sizes.length < 12; step++) {
+      q.clock.now = step * 0.1;
+      if (batch.length > 0 && q.clock.now >= busyUntil) {
+        queue.landed(batch, 10 + 2 * batch.length);
+        batch.forEach((task, i) => (sendAt[Number(String(task.payload).slice(1))] = q.clock.now + 0.1 * (i + 1)));
+        batch = [];
+        running = 0;
+      }
+      sendAt.forEach((at, client) => {
+        if (at > q.clock.now) return;
+        queue.admit(q.task(`c${client}`));
+        sendAt[client] = Infinity;
+      });
+      if (batch.length > 0) continue;
+      batch = queue.next() ?? [];
+      running = batch.length;
+      busyUntil = q.clock.now + 10 + 2 * batch.length;
+      if (batch.length === 0) continue;
+      sizes.push(batch.length);
+      starts.push(q.clock.now);
+    }
+    assert.deepEqual(sizes.slice(-3), [6, 6, 6], `batches ${sizes}: full of the clients there are`);
+    // A batch of 6 takes 22 ms, and the clients come back within 0.6 ms of its answers.
+    const cycles = starts.slice(-4).map((t, i, all) => (i === 0 ? 0 : t - all[i - 1]!)).slice(1);
+    assert.ok(cycles.every((ms) => ms < 23.5), `batches every ${cycles.map((ms) => ms.toFixed(1))} ms: none waits for a batch of 32 that never comes`);
+  });
+
   test("arrivals per ms follow the gaps, and a silence lowers them", () => {
     const rate = new ArrivalRate();
     assert.equal(rate.perMs(0), 0);
     for (let t = 0; t <= 100; t += 5) rate.arrived(t);
     assert.ok(Math.abs(rate.perMs(100) - 0.2) < 1e-9);
     assert.ok(rate.perMs(150) <= 1 / 50 + 1e-9);
+    assert.ok(Math.abs(rate.perMs(150, 60) - 0.2) < 1e-9, "a silence within its patience does not");
   });
 
   test("a preferred size that is queued leaves at once; below the smallest, the wait decides", () => {
@@ -217,6 +271,82 @@ describe("cost-aware batching", () => {
     for (const tokens of [2, -1, 1, 2]) queue.admit(new Task([], { requestId: "x", headers: {}, deadline: 0, route: "/" }, 1000, { tokens }, undefined, reply));
     assert.deepEqual(queue.next()!.map((t) => t.cost), [2, 1]);
     assert.deepEqual(queue.next()!.map((t) => t.cost), [1, 2]);
+  });
+});
+
+describe("length buckets", () => {
+  /** A queue whose items are named by their cost: "s10" costs 10; level 1 when the name ends in "!". */
+  function bucketed(settings: PrioritySettings, maxBatchSize = 4) {
+    const q = setUp({ batchBuckets: [16, 64], ...settings }, { maxBatchSize, maxWaitMs: 0 }, () => 1, (item) => parseInt(String(item).slice(1), 10));
+    const add = (...names: string[]) => {
+      for (const name of names) {
+        const task = q.task(name);
+        if (name.endsWith("!")) task.priority = 1;
+        assert.equal(q.queue.admit(task), undefined);
+      }
+    };
+    const batch = () => q.queue.next()?.map((t) => t.payload);
+    return { ...q, add, batch };
+  }
+
+  test("an item's bucket is the first bound it does not exceed", () => {
+    assert.deepEqual([1, 16, 17, 64, 65, 1e6].map((cost) => bucketOf(cost, [16, 64])), [0, 0, 1, 1, 2, 2]);
+  });
+
+  test("a batch holds its first item's bucket only, in queue order; the items set aside lead the next batches", () => {
+    const q = bucketed({});
+    q.add("s10", "s100", "s12", "s50", "s14", "s60", "s200");
+    assert.deepEqual(q.batch(), ["s10", "s12", "s14"]);
+    assert.deepEqual(q.batch(), ["s100", "s200"], "the oldest left leads, whatever its bucket");
+    assert.deepEqual(q.batch(), ["s50", "s60"]);
+    assert.equal(q.queue.queued, 0);
+  });
+
+  test("nothing starves: an item set aside leads the very next batch, however many of another bucket come", () => {
+    const q = bucketed({});
+    q.add("s10", "s100", "s11", "s12", "s13", "s14", "s15");
+    assert.deepEqual(q.batch(), ["s10", "s11", "s12", "s13"]);
+    q.add("s1", "s2", "s3", "s4");
+    assert.deepEqual(q.batch(), ["s100"]);
+    assert.deepEqual(q.batch(), ["s14", "s15", "s1", "s2"]);
+  });
+
+  test("with priority levels: a higher level still leads; within a level, earliest deadline first; the budget holds too", () => {
+    const q = bucketed({ priorityLevels: 2 });
+    q.add("s10", "s100", "s12");
+    assert.deepEqual(q.batch(), ["s10", "s12"]);
+    q.add("s50!", "s13!", "s20");
+    assert.deepEqual(q.batch(), ["s50!", "s20"], "level 1 leads; the rest of its bucket follows, of any level");
+    assert.deepEqual(q.batch(), ["s13!"]);
+    assert.deepEqual(q.batch(), ["s100"]);
+    const d = bucketed({ priorityLevels: 1 });
+    d.add("s10", "s100", "s11");
+    d.queue.admit(d.task("s12", 50));
+    assert.deepEqual(d.batch(), ["s12", "s10", "s11"], "the soonest deadline first");
+    assert.deepEqual(d.batch(), ["s100"]);
+    const c = setUp({ batchBuckets: [16, 64] }, { maxBatchSize: 8, maxWaitMs: 0, maxBatchCost: 30 }, () => 1, (item) => parseInt(String(item).slice(1), 10));
+    for (const name of ["s10", "s40", "s12", "s9", "s5"]) c.queue.admit(c.task(name));
+    assert.deepEqual(c.queue.next()!.map((t) => t.payload), ["s10", "s12"], "s40 set aside; s9 would pass the budget of 30: the batch ends there");
+    assert.deepEqual(c.queue.next()!.map((t) => t.payload), ["s40"]);
+  });
+
+  test("the setting, the same in stage options and model-settings.json: bounds above 0, sorted", () => {
+    assert.deepEqual(resolveStageOptions("T_1", { batchBuckets: [256, 16, 64, 16] }).priority.batchBuckets, [16, 64, 256]);
+    assert.throws(() => resolveStageOptions("T_1", { batchBuckets: [0] }), /invalid stage T_1: option 'batchBuckets.0'/);
+    assert.deepEqual(modelSettingsSchema.parse({ name: "m", runtime: "onnx", batchBuckets: [64, 16] }).batchBuckets, [16, 64]);
+    assert.equal(modelSettingsSchema.safeParse({ name: "m", runtime: "onnx", batchBuckets: [] }).success, false);
+  });
+
+  test("an item set aside that settles leaves the queue, and is never sent", () => {
+    const q = bucketed({});
+    q.add("s10", "s100", "s11");
+    assert.deepEqual(q.batch(), ["s10", "s11"]);
+    assert.equal(q.queue.queued, 1);
+    q.clock.now = 2000;
+    const batch = q.queue.next();
+    assert.deepEqual(batch, [], "its deadline passed while it was set aside: answered, not sent");
+    assert.equal(q.answers.get("s100")?.status, 408);
+    assert.equal(q.queue.queued, 0);
   });
 });
 

@@ -2,13 +2,14 @@
  * The scheduling rules past priorities on a real server: admission by predicted latency answers
  * 429 with Retry-After at once, before the deadline it would miss, and shows its prediction and
  * the real figure; two tenants of weights 3:1 share a saturated worker 3:1; a response cache
- * answers a repeated request without computing it, on a route and on a model.
+ * answers a repeated request without computing it, on a route and on a model; with length
+ * buckets every batch holds items of one bucket.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { RecordFile, fixture, metric, post, startServer, waitFor, type Reply, type ServerProcess } from "./helpers.js";
 
-describe("scheduling: admission by predicted latency, fair sharing, the response cache", () => {
+describe("scheduling: admission by predicted latency, fair sharing, the response cache, length buckets", () => {
   let server: ServerProcess;
   const calls = new RecordFile();
   before(async () => {
@@ -59,6 +60,19 @@ describe("scheduling: admission by predicted latency, fair sharing, the response
     assert.ok(Math.abs(a / b - 3) <= 0.3, `a ${a}, b ${b}: ${(a / b).toFixed(2)} : 1`);
     assert.equal(await metric(server.url, "shoal_tenant_requests_total", { stage: "Shared_2", tenant: "a", outcome: "served" }), 60);
     assert.equal(await metric(server.url, "shoal_tenant_requests_total", { stage: "Shared_2", tenant: "b", outcome: "queued" }), 60);
+  });
+
+  test("with length buckets every batch holds items of one bucket, and every request is answered", async () => {
+    const url = `${server.url}/bucketed`;
+    // Texts of 10, 100 and 400 characters (bodies of 18, 108 and 408 bytes: buckets ≤ 40, ≤ 200 and the rest), mixed.
+    const lengths = Array.from({ length: 48 }, (_, i) => [10, 100, 400][(i * 7) % 3]!);
+    const answers = await Promise.all(lengths.map((n) => post(url, { t: "x".repeat(n) })));
+    assert.deepEqual(answers.map((r) => r.status), answers.map(() => 200));
+    assert.deepEqual(answers.map((r) => JSON.parse(r.text).length), lengths, "each its own answer");
+    const batches = calls.lines().filter((line) => line.startsWith("bucket:")).map((line) => line.slice("bucket:".length).split(",").map(Number));
+    assert.equal(batches.flat().length, 48, "every item computed once");
+    for (const batch of batches) assert.equal(new Set(batch).size, 1, `a batch of one bucket: ${batch.join(",")}`);
+    assert.ok(batches.some((batch) => batch.length > 1), `batches: ${batches.map((b) => b.length).join(" ")}`);
   });
 
   test("a repeated request is answered from the cache and never computed; no-cache and another body are", async () => {

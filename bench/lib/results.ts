@@ -80,3 +80,8 @@ export function reportHeader(title: string, { invocation, date, git, machine }: 
     `- Machine: ${machine.nproc} CPUs, ${machine.cpuModel}, ${machine.kernel}; Node ${machine.node}; ${machine.wrk}`,
   ];
 }
+
+/** A report's closing list of the servers measured and the command of each. */
+export function serverLines(commands: Record<string, string>, heading = "Servers:"): string[] {
+  return [heading, "", ...Object.entries(commands).map(([name, command]) => `- ${name}: \`${command}\``), ""];
+}

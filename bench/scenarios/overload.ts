@@ -15,9 +15,9 @@
  * Goals (issue 26): at 3× the high class keeps ≥ 99 % within its deadline and goodput ≥ 90 % of
  * capacity; no work past its deadline is computed.
  */
-import { Agent, request } from "node:http";
+import { closedLoop, counterTotal, openLoop, type Ask } from "../lib/http-load.js";
 import { gitState, machineInfo } from "../lib/machine.js";
-import { fmtInt, fmtMs, markdownTable, reportHeader, writeResults } from "../lib/results.js";
+import { fmtInt, fmtMs, markdownTable, reportHeader, serverLines, writeResults } from "../lib/results.js";
 import type { Scenario, ScenarioContext } from "../lib/scenario.js";
 import { freePort, startServer, type RunningServer } from "../lib/server.js";
 import { percentile } from "../lib/stats.js";
@@ -61,61 +61,30 @@ interface Point {
 
 const BODY = Buffer.from('{"x":1}');
 
-function post(agent: Agent, port: number, headers: Record<string, string>): Promise<number> {
-  return new Promise((resolve) => {
-    const req = request({ host: "127.0.0.1", port, path: "/infer", method: "POST", agent, headers: { "content-type": "application/json", "content-length": BODY.length, ...headers } }, (res) => {
-      res.resume();
-      res.on("end", () => resolve(res.statusCode ?? 0));
-    });
-    req.on("error", () => resolve(0));
-    req.end(BODY);
-  });
+/** The load's request `index`: every tenth is high; tenants a, a, b in turn. */
+function classOf(index: number): { high: boolean; tenant: "a" | "b" } {
+  return { high: index % 10 === 0, tenant: index % 3 === 2 ? "b" : "a" };
+}
+
+function ask(index: number): Ask {
+  const { high, tenant } = classOf(index);
+  return { path: "/infer", body: BODY, headers: { "x-tenant": tenant, "x-shoal-timeout-ms": String(high ? HIGH_DEADLINE_MS : LOW_DEADLINE_MS), "x-shoal-priority": high ? "1" : "2" } };
 }
 
 /** Sends at `rate` a second for `seconds`, open loop; resolves with every request's outcome once all are answered. */
-async function openLoop(port: number, rate: number, seconds: number): Promise<Outcome[]> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 4096 });
-  const pending: Promise<Outcome>[] = [];
-  const t0 = performance.now();
-  let sent = 0;
-  while (performance.now() - t0 < seconds * 1000) {
-    const due = Math.floor(((performance.now() - t0) / 1000) * rate);
-    for (; sent < due; sent++) {
-      // Every tenth is high; tenants a, a, b in turn.
-      const high = sent % 10 === 0;
-      const tenant = sent % 3 === 2 ? "b" : "a";
-      const headers: Record<string, string> = { "x-tenant": tenant, "x-shoal-timeout-ms": String(high ? HIGH_DEADLINE_MS : LOW_DEADLINE_MS), "x-shoal-priority": high ? "1" : "2" };
-      const start = performance.now();
-      pending.push(post(agent, port, headers).then((status) => ({ high, tenant, status, ms: performance.now() - start })));
-    }
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
-  const outcomes = await Promise.all(pending);
-  agent.destroy();
-  return outcomes;
+async function overload(port: number, rate: number, seconds: number): Promise<Outcome[]> {
+  return (await openLoop(port, rate, seconds, ask)).map((a) => ({ ...classOf(a.index), status: a.status, ms: a.ms }));
 }
 
 /** Closed loop at `streams` concurrent requests for `seconds`: the items the Worker computed a second, its capacity. */
 async function capacity(server: RunningServer, streams: number, seconds: number): Promise<number> {
-  const agent = new Agent({ keepAlive: true, maxSockets: streams });
-  const end = performance.now() + seconds * 1000;
   const before = await computed(server);
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: streams }, async () => {
-      while (performance.now() < end) await post(agent, server.port, {});
-    }),
-  );
-  const rate = ((await computed(server)) - before) / ((performance.now() - t0) / 1000);
-  agent.destroy();
-  return rate;
+  const run = await closedLoop(server.port, streams, seconds, () => ({ path: "/infer", body: BODY }));
+  return ((await computed(server)) - before) / run.seconds;
 }
 
-async function computed(server: RunningServer): Promise<number> {
-  const text = await (await fetch(`${server.url}/metrics`)).text();
-  let total = 0;
-  for (const line of text.split("\n")) if (line.startsWith("bench_items_computed_total")) total += Number(line.slice(line.lastIndexOf(" ") + 1));
-  return total;
+function computed(server: RunningServer): Promise<number> {
+  return counterTotal(server.url, "bench_items_computed_total");
 }
 
 function point(policy: Policy, load: number, rate: number, seconds: number, cap: number, outcomes: Outcome[], work: number): Point {
@@ -170,7 +139,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
       for (const load of loads) {
         const rate = load * cap;
         const before = await computed(server);
-        const outcomes = await openLoop(port, rate, seconds);
+        const outcomes = await overload(port, rate, seconds);
         const p = point(policy, load, rate, seconds, cap, outcomes, (await computed(server)) - before);
         points.push(p);
         log(`${policy} at ${load}×: goodput ${fmtInt(p.goodputRps)}/s (${(100 * p.goodputShare).toFixed(0)} % of capacity), high within deadline ${(100 * p.highWithin).toFixed(1)} %, high p99 ${fmtMs(p.highP99Ms)}, thrown away ${(100 * p.thrownAway).toFixed(1)} %, 429s ${p.rejected429}, high by status ${JSON.stringify(p.highStatus)}`);
@@ -203,10 +172,7 @@ async function run(ctx: ScenarioContext): Promise<void> {
     "",
     markdownTable(headers, rows),
     "",
-    "Servers:",
-    "",
-    ...Object.entries(commands).map(([policy, command]) => `- ${policy}: \`${command}\``),
-    "",
+    ...serverLines(commands),
   ].join("\n");
   const files = writeResults(ctx.resultsDir, "overload", { capacity: cap, highDeadlineMs: HIGH_DEADLINE_MS, lowDeadlineMs: LOW_DEADLINE_MS, points, commands }, md);
   log(`wrote ${files.md}`);

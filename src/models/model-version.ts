@@ -179,6 +179,7 @@ export class ModelVersion implements Step {
       },
       counted: (outcome, level) => this.metrics.queueOutcome(outcome, level),
       workers: () => this.liveWorkers,
+      running: () => this.running,
       predict: spec.settings.predictAdmission,
       predicted: (predictedMs, actualMs) => this.metrics.predicted(predictedMs, actualMs),
       waitChosen: (ms) => this.metrics.waitChosen(ms),

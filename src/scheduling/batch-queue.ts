@@ -1,9 +1,16 @@
 import { ShoalError } from "../errors.js";
 import type { QueueOutcome, TenantOutcome } from "../metrics/registry.js";
 import { decideBatch, type BatchPolicy } from "./batcher.js";
-import { ArrivalRate, autoWaitMs, LatencyModel, predictMs, retryAfter } from "./latency-model.js";
+import { ArrivalRate, autoWaitMs, LatencyModel, predictMs, Presence, retryAfter } from "./latency-model.js";
 import type { QueueOrder } from "./queue-order.js";
 import type { Task } from "./task.js";
+
+/**
+ * A queue that predicts sends a task only if its batch, at this many times the model's forward
+ * time, still ends before its deadline: the model is a mean, and a batch that runs longer than it
+ * would answer late, work thrown away (docs/benchmarks.md, overload).
+ */
+export const SEND_MARGIN = 1.25;
 
 /** What a {@link BatchQueue} is made of, given by its owner. */
 export interface BatchQueueOptions {
@@ -24,6 +31,8 @@ export interface BatchQueueOptions {
   now?: () => number;
   /** Workers that take from this queue now (0 while they start); 1 unless given. */
   workers?: () => number;
+  /** Items of this queue at its workers now: with it, `maxWaitMs: "auto"` waits for no more than have lately been present. */
+  running?: () => number;
   /** Refuse at once a request the latency model says would miss its deadline (`predictAdmission`). */
   predict?: boolean;
   /** A task admitted on a prediction of `predictedMs` was answered at this step `actualMs` after it joined. */
@@ -32,7 +41,7 @@ export interface BatchQueueOptions {
   waitChosen?: (ms: number) => void;
   /** What became of a task of a queue that shares between tenants, by its tenant's share. */
   tenantCounted?: (share: string, outcome: TenantOutcome) => void;
-  /** The cost of a queued item, for the policy's `maxBatchCost` (default: a body's bytes, else 1). */
+  /** The cost of a queued item, for the policy's `maxBatchCost` and the order's length buckets (default: a body's bytes, else 1). */
   sizeOf?: (item: unknown) => number;
 }
 
@@ -60,6 +69,8 @@ export class BatchQueue {
   // made only for a queue that predicts or chooses its wait, so that no other pays for them.
   #latency: LatencyModel | undefined;
   #rate: ArrivalRate | undefined;
+  readonly #presence: Presence | undefined;
+  readonly #running: () => number;
   readonly #workers: () => number;
   readonly #predict: boolean;
   readonly #predicted: ((predictedMs: number, actualMs: number) => void) | undefined;
@@ -102,6 +113,8 @@ export class BatchQueue {
     this.counted = options.counted ?? (() => {});
     this.#queue = options.order;
     this.#workers = options.workers ?? (() => 1);
+    this.#running = options.running ?? (() => 0);
+    this.#presence = options.running !== undefined && this.policy.maxWaitMs === "auto" ? new Presence() : undefined;
     this.#predict = options.predict ?? false;
     this.#predicted = options.predicted;
     this.#waitChosen = options.waitChosen;
@@ -143,7 +156,7 @@ export class BatchQueue {
     // Only what joins counts towards the rate the wait is chosen by: a refused request never fills a batch.
     if (this.policy.maxWaitMs === "auto") (this.#rate ??= new ArrivalRate()).arrived(now);
     if (task.share !== undefined) this.#tenantCounted(task.share, "queued");
-    if (this.policy.maxBatchCost !== undefined) {
+    if (this.policy.maxBatchCost !== undefined || queue.focus !== undefined) {
       // A cost that is not a number above 0 counts as 1: a bad sizeOf must not stall the queue.
       const cost = this.#sizeOf(task.payload);
       task.cost = cost > 0 && Number.isFinite(cost) ? cost : 1;
@@ -152,6 +165,7 @@ export class BatchQueue {
     task.enqueuedAt = now;
     task.queuedIn = this;
     queue.push(task);
+    this.#presence?.arrived(queue.length + this.#running());
     if (queue.nextExpiry !== undefined) this.#armExpiry();
     return undefined;
   }
@@ -244,10 +258,17 @@ export class BatchQueue {
     if (maxWaitMs !== "auto") return maxWaitMs;
     const workers = Math.max(1, this.#workers());
     const latency = (this.#latency ??= new LatencyModel());
-    const chosen = autoWaitMs(latency, { queued: this.#queue.length, ratePerMs: (this.#rate ??= new ArrivalRate()).perMs(now) / workers, maxBatchSize: this.policy.maxBatchSize, preferred: this.policy.preferredBatchSize ?? [] });
-    // The batch leaves at `enqueuedAt + ms`: by then a full batch's time must still fit before the head's deadline.
-    const ms = Math.max(0, Math.min(chosen, head.deadline - latency.forwardMs(this.policy.maxBatchSize) - head.enqueuedAt));
-    this.#waitChosen?.(ms);
+    const present = this.#presence === undefined ? undefined : this.#presence.peak / workers;
+    // A silence no longer than a full batch's time may be clients waiting for their answers.
+    const ratePerMs = (this.#rate ??= new ArrivalRate()).perMs(now, latency.forwardMs(this.policy.maxBatchSize)) / workers;
+    const chosen = autoWaitMs(latency, { queued: this.#queue.length, ratePerMs, maxBatchSize: this.policy.maxBatchSize, preferred: this.policy.preferredBatchSize ?? [], present });
+    // The wait counts from when a free worker first found this batch partial (the missing items
+    // arrive from then on), not from the head's arrival: items that waited out a busy worker have
+    // not waited for the fill. The batch leaves at `enqueuedAt + ms`: by then a full batch's time
+    // must still fit before the head's deadline.
+    const from = Math.min(this.#fillFrom, now) - head.enqueuedAt;
+    const ms = Math.max(0, Math.min(from + chosen, head.deadline - latency.forwardMs(this.policy.maxBatchSize) - head.enqueuedAt));
+    this.#waitChosen?.(Math.max(0, ms - from));
     return ms;
   }
 
@@ -256,8 +277,8 @@ export class BatchQueue {
     const tasks: Task[] = [];
     const budget = this.policy.maxBatchCost ?? Infinity;
     let spent = 0;
-    // A queue that predicts sends no task its batch cannot finish in time for: that work would be thrown away.
-    const soonest = this.#predict && this.#latency?.ready === true ? now + this.#latency.forwardMs(count) : now;
+    // A queue that predicts sends no task its batch cannot finish in time for (with a margin): that work would be thrown away.
+    const soonest = this.#predict && this.#latency?.ready === true ? now + SEND_MARGIN * this.#latency.forwardMs(count) : now;
     const fillFrom = this.#fillFrom;
     this.#fillFrom = Infinity;
     while (tasks.length < count) {
@@ -279,8 +300,11 @@ export class BatchQueue {
       // A task that came after the worker began to wait waited for the fill since it came.
       if (fillFrom < now) task.fillMs += now - Math.max(fillFrom, task.enqueuedAt);
       this.waited(waited);
-      tasks.push(task);
+      // Length buckets: the rest of the batch is of its first item's bucket.
+      if (tasks.push(task) === 1) this.#queue.focus?.(task);
     }
+    this.#queue.focus?.(undefined);
+    this.#presence?.took();
     return tasks;
   }
 

@@ -95,6 +95,8 @@ export interface WaitView {
   readonly maxBatchSize: number;
   /** Batch sizes preferred (sorted, ascending); empty: any. */
   readonly preferred: readonly number[];
+  /** The most requests lately in the queue and at its workers, per worker; unset: no bound. */
+  readonly present?: number;
 }
 
 /**
@@ -102,11 +104,14 @@ export interface WaitView {
  * a batch of n runs, `rate × forward(n)` more arrive, so a batch of n keeps up when n is at
  * least that, with a tenth to spare), rounded up to a preferred size; at most `maxBatchSize`.
  * Past what keeps up, a bigger batch only adds latency; below it, the queue grows without end.
+ * Nor more than have lately been present, queued or at work (`present`).
  */
 export function targetBatch(model: LatencyModel, view: WaitView): number {
   const load = view.ratePerMs * 1.1;
   const keepsUp = load * model.perItemMs >= 1 ? view.maxBatchSize : Math.ceil((load * model.fixedMs) / (1 - load * model.perItemMs));
-  let size = Math.min(view.maxBatchSize, Math.max(1, keepsUp));
+  // No more can come than have lately been present: in a closed loop (clients that send again
+  // when answered) arrivals follow the answers, and a batch larger than the clients never fills.
+  let size = Math.min(view.maxBatchSize, Math.max(1, keepsUp), Math.max(1, Math.ceil(view.present ?? Infinity)));
   const preferred = view.preferred.find((p) => p >= size);
   if (preferred !== undefined) size = Math.min(view.maxBatchSize, preferred);
   return size;
@@ -125,6 +130,29 @@ export function autoWaitMs(model: LatencyModel, view: WaitView): number {
   return Math.min(missing / view.ratePerMs, model.forwardMs(view.maxBatchSize));
 }
 
+/**
+ * The most requests lately present in a queue and at its workers: a high-water mark, raised at
+ * each arrival and lowered by a twentieth at each batch taken, so it follows the load down
+ * within some tens of batches.
+ */
+export class Presence {
+  #peak = 0;
+
+  /** A request joined; `count` are now queued or at work. */
+  arrived(count: number): void {
+    if (count > this.#peak) this.#peak = count;
+  }
+
+  /** A batch was taken. */
+  took(): void {
+    this.#peak *= 0.95;
+  }
+
+  get peak(): number {
+    return this.#peak;
+  }
+}
+
 /** A moving average of arrivals per ms, from the gaps between them: one number and a time. */
 export class ArrivalRate {
   #gapMs = Infinity;
@@ -138,9 +166,14 @@ export class ArrivalRate {
     this.#gapMs = Number.isFinite(this.#gapMs) ? this.#gapMs + (gap - this.#gapMs) * 0.1 : gap;
   }
 
-  /** Arrivals per ms at `now`: a silence longer than the average gap lowers it. */
-  perMs(now: number): number {
-    const gap = Math.max(this.#gapMs, now - this.#last);
+  /**
+   * Arrivals per ms at `now`: a silence longer than the average gap and than `patienceMs` lowers
+   * it. The patience is for clients that send again when answered: they are silent while the
+   * worker computes their batch, which is no fall of the load.
+   */
+  perMs(now: number, patienceMs = 0): number {
+    const silence = now - this.#last;
+    const gap = silence > patienceMs ? Math.max(this.#gapMs, silence) : this.#gapMs;
     return Number.isFinite(gap) && gap > 0 ? 1 / gap : Number.isFinite(gap) ? Infinity : 0;
   }
 }

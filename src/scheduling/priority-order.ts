@@ -2,14 +2,20 @@ import { ShoalError } from "../errors.js";
 import { Fifo } from "./fifo.js";
 import type { PrioritySettings } from "../stage-options.js";
 import { activate, charge, pickShare, type Fair } from "./fair-share.js";
+import { BucketOrder } from "./length-buckets.js";
 import { countTake, dueOf, levelOf, pickLevel, prioritiesOf, type Priorities } from "./priorities.js";
 import type { QueueOrder } from "./queue-order.js";
 import type { Task } from "./task.js";
 
-/** The order of a queue with these settings: a {@link PriorityOrder} when they declare levels, policies or tenants, else first in, first out, today's path. */
+/**
+ * The order of a queue with these settings: a {@link PriorityOrder} when they declare levels,
+ * policies or tenants, else first in, first out, today's path; either in a {@link BucketOrder}
+ * when they declare `batchBuckets`.
+ */
 export function queueOrderOf(settings: PrioritySettings): QueueOrder<Task> {
   const priorities = prioritiesOf(settings);
-  return priorities === undefined ? new Fifo() : new PriorityOrder(priorities);
+  const order = priorities === undefined ? new Fifo<Task>() : new PriorityOrder(priorities);
+  return settings.batchBuckets === undefined ? order : new BucketOrder(order, settings.batchBuckets, priorities?.maxOvertakes);
 }
 
 /** A task's place in a {@link PriorityOrder}: its level (index 0 for level 1), its tenant's share there, when its time is up, and where it is. */

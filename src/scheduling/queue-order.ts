@@ -26,4 +26,6 @@ export interface QueueOrder<T> {
   ahead?(item: T): number;
   /** When `expire` has something to do next, on the queue's clock (Infinity: nothing). */
   nextExpiry?(): number;
+  /** While a batch is taken: from its first item on, `peek` and `shift` give only items that may join it (length buckets); undefined once it is taken. */
+  focus?(leader: T | undefined): void;
 }

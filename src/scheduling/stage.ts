@@ -85,6 +85,7 @@ export class Stage implements Step, Chooser, Delivery {
       waited: (ms) => this.metrics.queueWait(ms),
       counted: (outcome, level) => this.metrics.queueOutcome(outcome, level),
       workers: () => this.pool.live,
+      running: () => this.running,
       predict: options.priority.predictAdmission,
       predicted: (predictedMs, actualMs) => this.metrics.predicted(predictedMs, actualMs),
       waitChosen: (ms) => this.metrics.waitChosen(ms),

@@ -90,7 +90,7 @@ export class Task {
   predictedMs: number | undefined = undefined;
   /** The tenant its request came from ("" when the server has no tenant key): its share follows its weight (docs/scheduling.md). */
   tenant = "";
-  /** Its cost in the queue that holds it (`sizeOf`), when that queue has a `maxBatchCost`; else 0. */
+  /** Its cost in the queue that holds it (`sizeOf`), when that queue has a `maxBatchCost` or length buckets; else 0. */
   cost = 0;
   /** Its tenant's share in the queue that holds it, set by a queue that shares between tenants (bounded: fair-share.ts); undefined: the queue does not. */
   share: string | undefined = undefined;
