@@ -73,7 +73,7 @@ function seconds(s) {
   return `${s.toFixed(2)} s`;
 }
 const count = (n) => (n === undefined ? "–" : n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e4 ? `${(n / 1e3).toFixed(1)} k` : String(Math.round(n * 100) / 100));
-const bytes = (n) => (n >= 1048576 ? `${(n / 1048576).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
+const bytes = (n) => (n >= 1073741824 ? `${(n / 1073741824).toFixed(2)} GiB` : n >= 1048576 ? `${(n / 1048576).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
 
 /** A cell showing one figure of /metrics; the data attributes say which (a test reads them). */
 function cell(text, metric, labels, stat, cls = "n") {
