@@ -73,7 +73,7 @@ function seconds(s) {
   return `${s.toFixed(2)} s`;
 }
 const count = (n) => (n === undefined ? "–" : n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e4 ? `${(n / 1e3).toFixed(1)} k` : String(Math.round(n * 100) / 100));
-const bytes = (n) => (n >= 1048576 ? `${(n / 1048576).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
+const bytes = (n) => (n >= 1073741824 ? `${(n / 1073741824).toFixed(2)} GiB` : n >= 1048576 ? `${(n / 1048576).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
 
 /** A cell showing one figure of /metrics; the data attributes say which (a test reads them). */
 function cell(text, metric, labels, stat, cls = "n") {
@@ -231,6 +231,8 @@ function render(data) {
   });
   fill(document.querySelector("#stages tbody"), stageRows, 11);
 
+  renderModels(data, byName, m);
+
   // Streams, by route.
   const active = byName.get(m("streams_active"));
   const streamRows = labelSets(active, ["route"]).map((l) => {
@@ -250,6 +252,80 @@ function render(data) {
   const updated = document.getElementById("updated");
   updated.textContent = `updated ${new Date().toLocaleTimeString()}`;
   updated.dataset.polls = String(Number(updated.dataset.polls ?? 0) + 1);
+}
+
+const PARTS = { models: "Node.js", "python-models": "Python" };
+
+/** The shared pool's model versions, and each part's memory against its budget; hidden without a shared pool. */
+function renderModels(data, byName, m) {
+  const used = byName.get(m("model_pool_memory_bytes")) ?? [];
+  document.getElementById("models").hidden = used.length === 0;
+  const memory = document.getElementById("memory");
+  memory.replaceChildren();
+  for (const part of used) {
+    const own = { pool: part.labels.pool };
+    const budget = sum(byName.get(m("model_pool_memory_budget_bytes")), own);
+    const row = document.createElement("div");
+    row.className = "memory";
+    const label = document.createElement("span");
+    label.className = "label";
+    label.textContent = `${PARTS[own.pool] ?? own.pool} workers`;
+    const bar = document.createElement("div");
+    bar.className = "meter";
+    const fillBar = document.createElement("span");
+    const share = budget > 0 ? part.value / budget : 0;
+    fillBar.style.width = `${Math.min(100, 100 * share)}%`;
+    fillBar.className = share > 0.9 ? "bad" : share > 0.7 ? "warn" : "";
+    bar.append(fillBar);
+    const figure = document.createElement("span");
+    figure.className = "n";
+    const usedEl = document.createElement("span");
+    usedEl.textContent = bytes(part.value);
+    Object.assign(usedEl.dataset, { metric: m("model_pool_memory_bytes"), labels: JSON.stringify(own), stat: "sum" });
+    const budgetEl = document.createElement("span");
+    budgetEl.textContent = budget > 0 ? bytes(budget) : "no budget";
+    if (budget > 0) Object.assign(budgetEl.dataset, { metric: m("model_pool_memory_budget_bytes"), labels: JSON.stringify(own), stat: "sum" });
+    figure.append(usedEl, budget > 0 ? " of " : ", ", budgetEl);
+    row.append(label, bar, figure);
+    memory.append(row);
+  }
+  const states = byName.get(m("model_state")) ?? [];
+  const reasons = new Map((data.reasons ?? []).map((r) => [`${r.model}\u0000${r.version}`, r.reason]));
+  const replicas = byName.get(m("model_replicas")) ?? [];
+  const rows = labelSets(states, ["model", "version"]).sort((a, b) => a.model.localeCompare(b.model) || a.version.localeCompare(b.version)).map((l) => {
+    const tr = document.createElement("tr");
+    const state = states.find((s) => matches(s.labels, l) && s.value === 1)?.labels.state ?? "–";
+    const stateCell = cell("", undefined, undefined, undefined, "");
+    const badge = document.createElement("span");
+    badge.className = `state ${state}`;
+    badge.textContent = state;
+    // The state shown is the one /metrics gives 1 (a test reads it).
+    Object.assign(badge.dataset, { series: m("model_state"), labels: JSON.stringify(l) });
+    stateCell.append(badge);
+    const reason = reasons.get(`${l.model}\u0000${l.version}`);
+    if (reason !== undefined && reason !== state) {
+      const why = document.createElement("span");
+      why.className = "reason";
+      why.textContent = reason;
+      stateCell.append(why);
+    }
+    const held = replicas.filter((s) => matches(s.labels, l)).sort((a, b) => Number(a.labels.worker) - Number(b.labels.worker));
+    const where = held.length === 0 ? "–" : `${PARTS[held[0].labels.pool] ?? held[0].labels.pool} ${held.map((s) => `#${s.labels.worker}`).join(" ")}`;
+    const loads = sum(byName.get(m("model_loads_total")), l);
+    const evictions = sum(byName.get(m("model_evictions_total")), l);
+    tr.append(
+      cell(l.model, undefined, undefined, undefined, "name"),
+      cell(l.version === "" ? "–" : l.version, undefined, undefined, undefined, "name"),
+      stateCell,
+      cell(count(held.length), m("model_replicas"), l, "sum", held.length === 0 && state === "ready" ? "n bad" : "n"),
+      cell(where, undefined, undefined, undefined, "where"),
+      cell(bytes(sum(byName.get(m("model_memory_bytes")), l)), m("model_memory_bytes"), l, "sum"),
+      cell(count(loads), m("model_loads_total"), l, "sum"),
+      cell(count(evictions), m("model_evictions_total"), l, "sum", evictions > 0 ? "n warn" : "n"),
+    );
+    return tr;
+  });
+  fill(document.querySelector("#versions tbody"), rows, 8);
 }
 
 async function poll() {

@@ -59,6 +59,9 @@ describe("Python models on the shared pool", { skip: sdk.skip ?? false }, () => 
     // The Python workers are their own part of the pool, in the metrics as such; a model is on `replicas` of them.
     assert.equal(await metric(server.url, "shoal_stage_workers_backing_off", { stage: "python-models" }), 0);
     assert.equal(await metric(server.url, "shoal_stage_live_workers", { model: "scale" }), 1);
+    assert.equal(await metric(server.url, "shoal_model_replicas", { model: "scale", version: "", pool: "python-models" }), 1);
+    assert.equal(await metric(server.url, "shoal_model_replicas", { model: "upper", version: "", pool: "models" }), 1);
+    assert.equal(await metric(server.url, "shoal_model_state", { model: "broken", version: "", state: "failed" }), 1);
   });
 
   test("concurrent requests to a Python model share batches, and a bad request fails alone", async () => {

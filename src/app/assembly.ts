@@ -76,6 +76,7 @@ export async function startServer(declared: Declared, config: ServerConfig, logg
     stages: (): readonly Stage[] => stages,
     pools: () => health.gauges(),
     models: () => modelPool?.versions().map((m) => ({ name: m.label, queued: m.queued, behindMs: m.behindMs, running: m.running, liveWorkers: m.liveWorkers })) ?? [],
+    modelParts: () => modelPool?.report() ?? [],
     inFlight: () => admission.inFlight,
     bytesInFlight: () => admission.bytesInFlight,
   }, { latency: config.latencyBuckets, batchSize: config.batchSizeBuckets });

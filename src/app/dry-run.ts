@@ -60,7 +60,7 @@ export async function dryRun(routes: readonly Route[], timeoutMs: number, print:
  */
 export async function dryRunServer(declared: Declared, config: ServerConfig, logger: Logger, models: ModelSources | undefined): Promise<boolean> {
   const print = (line: string) => process.stdout.write(`${line}\n`);
-  const metrics = new Metrics(config.namespace, { stages: () => [], pools: () => [], models: () => [], inFlight: () => 0, bytesInFlight: () => 0 }, { latency: config.latencyBuckets, batchSize: config.batchSizeBuckets });
+  const metrics = new Metrics(config.namespace, { stages: () => [], pools: () => [], models: () => [], modelParts: () => [], inFlight: () => 0, bytesInFlight: () => 0 }, { latency: config.latencyBuckets, batchSize: config.batchSizeBuckets });
   const restarts = new RestartLimit(0, config.restartWindowMs);
   const { stages, routes } = build(declared, config, logger, metrics, restarts, true);
   const modelPool = models === undefined ? undefined : sharedPool({ ...config, workers: 1, pythonWorkers: 1, modelMemoryBytes: 0 }, logger, metrics, restarts, models.repositories);

@@ -1,7 +1,8 @@
 /**
  * `/dashboard` (with `--dashboard`): a live page of the server at work, its files read from the
  * package's `dashboard/` folder (no CDN: it works offline), and `/dashboard/metrics.json`, the
- * same series as `/metrics` as JSON, which the page polls every second.
+ * same series as `/metrics` as JSON, which the page polls every second, with why each model
+ * version of the shared pool that is not ready is not (text a label should not carry).
  */
 import { readFile } from "node:fs/promises";
 import { ShoalError } from "../errors.js";
@@ -38,7 +39,8 @@ export class Dashboard {
   async page(path: string): Promise<Page> {
     if (path === DATA) {
       const metrics = await this.metrics.registry.getMetricsAsJSON();
-      return { contentType: "application/json", body: Buffer.from(JSON.stringify({ namespace: this.namespace, metrics })), cacheControl: "no-store" };
+      const reasons = this.metrics.modelParts().flatMap((p) => p.models.filter((m) => m.reason !== "").map((m) => ({ model: m.name, version: m.version, reason: m.reason })));
+      return { contentType: "application/json", body: Buffer.from(JSON.stringify({ namespace: this.namespace, metrics, reasons })), cacheControl: "no-store" };
     }
     let file = this.#files.get(path);
     if (file === undefined) {

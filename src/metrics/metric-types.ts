@@ -88,8 +88,43 @@ export interface ServerGauges {
   pools(): readonly PoolGauges[];
   /** Model versions, named `name` or `name/version`. */
   models(): readonly QueueGauges[];
+  /** The shared pool's parts, with their model versions' states, replicas and memory. */
+  modelParts(): readonly ModelPartGauges[];
   /** Requests accepted and not yet answered. */
   inFlight(): number;
   /** Request body bytes held. */
   bytesInFlight(): number;
+}
+
+/** A model version of the shared pool at scrape time. */
+export interface ModelGauges {
+  readonly name: string;
+  /** "" when it has no versions. */
+  readonly version: string;
+  /** loading, ready, failed, evicted, unloading or unloaded. */
+  readonly state: string;
+  /** Why it is not ready ("" when it is). */
+  readonly reason: string;
+  /** The workers of its part that hold it, by id. */
+  readonly workers: readonly number[];
+  /** What its replicas cost as the pool's memory budget counts them, loading ones included. */
+  readonly bytes: number;
+}
+
+/** A part of the shared pool (`models`, the Node.js workers; `python-models`) at scrape time. */
+export interface ModelPartGauges {
+  readonly pool: string;
+  /** What its replicas cost together, as the budget counts them. */
+  readonly usedBytes: number;
+  /** --model-memory-bytes; Infinity when there is no budget. */
+  readonly budgetBytes: number;
+  readonly models: readonly ModelGauges[];
+}
+
+/** What a model version's load and evictions count. */
+export interface ModelLifecycle {
+  /** A load of it finished and it serves (a first load, a reload, a load after an eviction). */
+  loaded(): void;
+  /** It was unloaded to make room for another. */
+  evicted(): void;
 }

@@ -3,9 +3,10 @@ import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from "prom-cl
 import { BATCH_BUCKETS, LATENCY_BUCKETS, type Buckets } from "./buckets.js";
 import { loadOf, type Load } from "./load-report.js";
 import { OPENMETRICS_CONTENT_TYPE, openMetricsText } from "./openmetrics.js";
-import type { Phases, Protocol, StageMetrics, TenantOutcome, QueueOutcome, StreamMetrics, WorkerMetricsReport, QueueGauges, PoolGauges, ServerGauges } from "./metric-types.js";
+import { modelSeries } from "./model-series.js";
+import type { Phases, Protocol, StageMetrics, TenantOutcome, QueueOutcome, StreamMetrics, WorkerMetricsReport, QueueGauges, PoolGauges, ServerGauges, ModelGauges, ModelPartGauges, ModelLifecycle } from "./metric-types.js";
 
-export type { Phases, Protocol, StageMetrics, TenantOutcome, QueueOutcome, StreamMetrics, WorkerMetricsReport, QueueGauges, PoolGauges, ServerGauges };
+export type { Phases, Protocol, StageMetrics, TenantOutcome, QueueOutcome, StreamMetrics, WorkerMetricsReport, QueueGauges, PoolGauges, ServerGauges, ModelGauges, ModelPartGauges, ModelLifecycle };
 
 /** Chunks per stream: from one to tens of thousands (tokens of a long generation). */
 const CHUNK_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384];
@@ -65,6 +66,7 @@ export class Metrics {
   readonly #workers = new Map<string, WorkerSnapshot>();
   readonly #answers = new Map<string, RouteSeries>();
   readonly #gauges: ServerGauges;
+  readonly #lifecycle: (model: string, version: string) => ModelLifecycle;
 
   constructor(namespace: string, gauges: ServerGauges, buckets: Buckets = { latency: LATENCY_BUCKETS, batchSize: BATCH_BUCKETS }) {
     const { latency: latencyBuckets, batchSize: batchBuckets } = buckets;
@@ -138,6 +140,7 @@ export class Metrics {
     this.#actual = new Histogram({ name: name("stage_predicted_actual_seconds"), help: "The real time of the same requests, from joining the queue to their batch's return: against stage_predicted_seconds, how good the prediction is", labelNames: ["stage", "model"], buckets: [...latencyBuckets], registers });
     this.#tenants = new Counter({ name: name("tenant_requests_total"), help: "Requests of the queues that share between tenants, by tenant (those of tenantWeights and the first maxTenants others; the rest are \"other\") and outcome: queued, served (sent to a worker), rejected (refused, or failed by a queue rule)", labelNames: ["stage", "model", "tenant", "outcome"], registers });
     this.#cache = new Counter({ name: name("cache_requests_total"), help: "Requests to routes and models with a response cache, by result: hit (answered from it, never queued), miss (computed, and kept), skip (a stream, or Cache-Control: no-cache)", labelNames: ["route", "result"], registers });
+    this.#lifecycle = modelSeries(name, this.registry, gauges);
     this.#chosenWait = new Gauge({ name: name("stage_batch_wait_seconds"), help: "The wait maxWaitMs \"auto\" chose for the last partial batch of a stage or a model", labelNames: ["stage", "model"], registers });
   }
 
@@ -190,6 +193,16 @@ export class Metrics {
     // Create the series now, so a stage that has not restarted shows 0 rather than nothing.
     restarts.inc(0);
     return this.#recorder({ stage }, () => restarts.inc());
+  }
+
+  /** What counts a model version's loads and evictions (`model_loads_total`, `model_evictions_total`). */
+  modelLifecycle(model: string, version: string): ModelLifecycle {
+    return this.#lifecycle(model, version);
+  }
+
+  /** The shared pool's parts now, as the model series read them at a scrape. */
+  modelParts(): readonly ModelPartGauges[] {
+    return this.#gauges.modelParts();
   }
 
   /** The recorder for one model version (`name` or `name/version`); its workers' restarts are the shared pool's. */

@@ -1,6 +1,6 @@
 import { ShoalError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { Metrics } from "../metrics/registry.js";
+import type { Metrics, ModelPartGauges } from "../metrics/registry.js";
 import { Dispatcher, type Chooser, type Flight, type IdleWorkers } from "../scheduling/dispatcher.js";
 import type { ChannelFactory } from "../workers/channel.js";
 import type { RequestLimits } from "../workers/messages.js";
@@ -101,6 +101,11 @@ export class ModelPool implements Hosting, Chooser {
   /** Every model version, loaded or not. */
   versions(): ModelVersion[] {
     return [...this.#versions.values()];
+  }
+
+  /** Its model versions' states, replicas and memory, and its own, at scrape time. */
+  report(): ModelPartGauges {
+    return this.#replicas.report(this.#options.name ?? "models");
   }
 
   /** Why the pool is not ready: a model that should be loaded is not, or undefined. */

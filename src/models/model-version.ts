@@ -1,5 +1,5 @@
 import { ShoalError } from "../errors.js";
-import type { Metrics, StageMetrics } from "../metrics/registry.js";
+import type { Metrics, ModelGauges, ModelLifecycle, StageMetrics } from "../metrics/registry.js";
 import { BatchQueue } from "../scheduling/batch-queue.js";
 import { queueOrderOf } from "../scheduling/priority-order.js";
 import type { Delivery, Flight, ItemSuccess } from "../scheduling/dispatcher.js";
@@ -83,6 +83,7 @@ export class Instance implements Delivery {
 
   /** Ends its load with `outcome`; later calls change nothing. */
   done(outcome: ShoalError | undefined): void {
+    if (this.#loading && outcome === undefined) this.model.lifecycle.loaded();
     this.#loading = false;
     this.#settle(outcome);
   }
@@ -134,6 +135,7 @@ export class ModelVersion implements Step {
   readonly queue: BatchQueue;
   readonly stats: ModelStats;
   readonly metrics: StageMetrics;
+  readonly lifecycle: ModelLifecycle;
   readonly logFields: Readonly<Record<string, string>>;
   /** Set when its settings give `responseCache` (as it was first made: a reload keeps it, and its answers are keyed by the loaded instance). */
   readonly cache: ResponseCache | undefined;
@@ -147,6 +149,7 @@ export class ModelVersion implements Step {
   ) {
     this.stats = new ModelStats();
     this.metrics = metrics.model(this.label);
+    this.lifecycle = metrics.modelLifecycle(spec.name, spec.version);
     this.logFields = { model: this.label };
     const cached = spec.settings.responseCache;
     this.cache = cached === undefined ? undefined : new ResponseCache(cached.maxBytes, () => this.current?.key ?? "");
@@ -220,6 +223,11 @@ export class ModelVersion implements Step {
   /** Workers that hold its current instance. */
   get liveWorkers(): number {
     return this.current?.workers.size ?? 0;
+  }
+
+  /** Its gauges at scrape time; `bytes`: what its replicas cost as its pool counts them. */
+  gauges(bytes: number): ModelGauges {
+    return { name: this.spec.name, version: this.spec.version, state: this.state, reason: this.reason, workers: [...(this.current?.workers ?? [])].sort((a, b) => a - b), bytes };
   }
 
   /** Whether a free worker holding it may take its queued requests. */

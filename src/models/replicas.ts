@@ -1,5 +1,6 @@
 import { ShoalError, errorFromWire } from "../errors.js";
 import type { Logger } from "../logger.js";
+import type { ModelPartGauges } from "../metrics/registry.js";
 import type { LoadFailedMessage, LoadedMessage, ToWorker } from "../workers/messages.js";
 import type { Instance, ModelVersion } from "./model-version.js";
 import { makeRoom, placeReplicas, type WorkerLoad } from "./placement.js";
@@ -130,7 +131,7 @@ export class Replicas {
   // they cannot.
   #makeRoom(bytes: number, forModel: ModelVersion): boolean {
     let used = 0;
-    for (const instances of this.#hosted.values()) for (const i of instances) used += i.model.spec.costBytes;
+    for (const n of this.#bytesByModel().values()) used += n;
     const idle = [...this.#versions()]
       .filter((m) => m !== forModel && m.state === "ready" && m.queue.queued === 0 && m.current!.inFlight === 0 && m.next === undefined)
       .map((model) => ({ model, bytes: model.spec.costBytes * model.current!.workers.size, lastUsed: model.lastUsed }));
@@ -140,6 +141,7 @@ export class Replicas {
       model.current = undefined;
       model.state = "evicted";
       model.reason = "evicted to make room; loads again on its next request";
+      model.lifecycle.evicted();
       this.#log.info({ model: model.label, forModel: forModel.label }, "model evicted");
     }
     return room.fits;
@@ -160,6 +162,21 @@ export class Replicas {
     }
     instance.workers.clear();
     instance.pending.clear();
+  }
+
+  /** The part `pool` of the shared pool at scrape time: its versions, and memory as the budget counts it. */
+  report(pool: string): ModelPartGauges {
+    const bytes = this.#bytesByModel();
+    let used = 0;
+    for (const n of bytes.values()) used += n;
+    return { pool, usedBytes: used, budgetBytes: this.#options.memoryBytes, models: [...this.#versions()].map((m) => m.gauges(bytes.get(m) ?? 0)) };
+  }
+
+  // What each model's replicas cost, those loading included: what the budget counts.
+  #bytesByModel(): Map<ModelVersion, number> {
+    const bytes = new Map<ModelVersion, number>();
+    for (const instances of this.#hosted.values()) for (const { model } of instances) bytes.set(model, (bytes.get(model) ?? 0) + model.spec.costBytes);
+    return bytes;
   }
 
   /** Requests queued for the models a worker holds besides `instance`'s. */

@@ -1,4 +1,5 @@
 import type { Logger } from "../logger.js";
+import type { ModelPartGauges } from "../metrics/registry.js";
 import type { Flight } from "../scheduling/dispatcher.js";
 import type { Pool } from "../workers/pool.js";
 import type { ModelPool } from "./model-pool.js";
@@ -45,6 +46,11 @@ export class SharedPools {
   /** Why the pool is not ready (a model that should be loaded is not), or undefined. */
   notReady(): string | undefined {
     return this.#node.notReady() ?? this.#python?.notReady();
+  }
+
+  /** Each part's model versions and memory at scrape time: the Python one once it is made. */
+  report(): ModelPartGauges[] {
+    return [this.#node.report(), ...(this.#python === undefined ? [] : [this.#python.report()])];
   }
 
   /** The parts whose workers readiness counts: the Python one once it has started. */
