@@ -136,7 +136,7 @@ function extraHeaders(r: Random, target: FuzzTarget, control: boolean): [string,
   if (r.chance(0.05)) headers.push(["x-shoal-timeout-ms", r.pick(["1", "50", "1000", "0", "-5", "x", "99999999999", "1e3"])]);
   if (r.chance(0.05)) headers.push(["access-control-request-method", r.pick(["POST", "DELETE", "GET"])]);
   if (r.chance(0.05)) headers.push(["access-control-request-headers", r.pick(["content-type", "authorization", "x-request-id, inference-header-content-length"])]);
-  if (r.chance(0.05)) headers.push(["accept", r.pick(["*/*", "application/msgpack", "text/html", ""])]);
+  if (r.chance(0.05)) headers.push(["accept", r.pick(["*/*", "application/msgpack", "text/html", "", "application/openmetrics-text", "application/openmetrics-text; version=1.0.0; charset=utf-8", "application/openmetrics-text; version=9"])]);
   if (r.chance(0.03)) headers.push(["content-encoding", r.pick(["gzip", "br", "identity"])]);
   if (r.chance(0.03)) headers.push(["connection", "close"]);
   if (r.chance(0.01)) headers.push(["expect", "100-continue"]);
