@@ -69,6 +69,10 @@ describe("the fuzz's own parts", () => {
     refused.request.body = new Uint8Array(2 * 1024 * 1024);
     assert.equal(judge(refused, "bun"), undefined);
     assert.equal(judge(refused, "node"), undefined);
+    // So is one over its limit whose client was still sending 2 s on.
+    const slow = { ...refused, ms: 2500, request: { ...refused.request, path: "/fuzz/json", body: new Uint8Array(10 * 1024 * 1024 + 1) } };
+    assert.equal(judge(slow, "node"), undefined);
+    assert.equal(judge({ ...slow, ms: 300 }, "node"), "no answer: EPIPE");
     // Within those bounds, it must be answered.
     assert.equal(judge({ ...refused, request: { ...refused.request, path: "/fuzz/json" } }, "bun"), "no answer: EPIPE");
     assert.equal(judge({ ...refused, request: { ...refused.request, path: "/fuzz/json" } }, "node"), "no answer: EPIPE");

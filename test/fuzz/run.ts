@@ -214,7 +214,7 @@ export function describeRun(seed: number, result: FuzzResult): string[] {
   ];
   for (const f of findings.list()) {
     lines.push(`FAIL ${f.problem} (${f.count}x)`);
-    for (const o of f.examples) lines.push(`  ${describeRequest(o.request)}`, `    -> ${o.status ?? "no answer"} ${o.error ?? o.body.toString("utf8").slice(0, 300)}`, `    again: npm run fuzz -- --seed ${seed} --only ${o.request.index}`);
+    for (const o of f.examples) lines.push(`  ${describeRequest(o.request)}`, `    -> ${o.status ?? "no answer"} ${o.error ?? o.body.toString("utf8").slice(0, 300)} (after ${Math.round(o.ms)} ms)`, `    again: npm run fuzz -- --seed ${seed} --only ${o.request.index}`);
   }
   return lines;
 }

@@ -67,13 +67,17 @@ function closedWhileSending(raw: string, error: string | undefined): boolean {
   return (error === "EPIPE" || error === "ECONNRESET") && raw.includes("\r\nconnection: close") && declared >= 1024 * 1024;
 }
 
-// A body the server refuses at once, with `connection: close`, on any runtime: one more than its
-// limit (10 MiB; 256 KiB on the OpenAI routes) and the most it reads and drops after it (the
-// limit again, at least 1 MiB) past it. The server answers, then cuts off a client still sending
-// past those bounds (README, 413), whose write may fail before it reads the answer.
+// A body the server refuses, on any runtime: over its limit (10 MiB; 256 KiB on the OpenAI
+// routes), it reads and drops the rest up to the limit again (at least 1 MiB) and for 2 s. The
+// server answers, then cuts off a client still sending past those bounds (README, 413): one that
+// declares more, or one still sending 2 s on (a loaded client, a slow link), whose write may fail
+// before it reads the answer.
+const DISCARD_MS = 2000;
 function refusedWhileSending(o: Outcome): boolean {
   const limit = openAI(o.request) ? 256 * 1024 : 10 * 1024 * 1024;
-  return (o.error === "EPIPE" || o.error === "ECONNRESET") && (o.request.body?.byteLength ?? 0) > limit + Math.max(limit, 1024 * 1024);
+  const size = o.request.body?.byteLength ?? 0;
+  const pastBounds = size > limit + Math.max(limit, 1024 * 1024) || (size > limit && o.ms >= DISCARD_MS);
+  return (o.error === "EPIPE" || o.error === "ECONNRESET") && pastBounds;
 }
 
 /** What is wrong with an outcome, in words that group alike failures; undefined when nothing is. */
