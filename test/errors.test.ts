@@ -108,6 +108,15 @@ describe("the error table", () => {
     assert.deepEqual(JSON.parse(res.text), { error: `request body is too large: the limit is ${MAX_REQUEST_SIZE} bytes` });
   });
 
+  test("a body declared within the bounds of what is read and dropped is read to its end and answered 413", async () => {
+    // The limit and as much again (at least 1 MiB) past it, counted from the body's first byte.
+    const body = Buffer.alloc(MAX_REQUEST_SIZE + Math.max(MAX_REQUEST_SIZE, 1024 * 1024), "a");
+    const { response } = rawRequest(server.port, "/echo", { headers: { "content-type": "application/json", "content-length": body.length }, body });
+    const res = await response;
+    assert.equal(res.status, 413, res.text);
+    assert.deepEqual(JSON.parse(res.text), { error: `request body is too large: the limit is ${MAX_REQUEST_SIZE} bytes` });
+  });
+
   test("a streamed body that grows over --max-request-size is a 413, read in full by a client that keeps sending", async () => {
     // Chunked, so the server only learns the size while reading. The client sends all of it before
     // it reads: the server drops the rest and answers at the end instead of resetting the socket.

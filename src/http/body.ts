@@ -39,8 +39,8 @@ export interface Linger {
   bytes: number;
 }
 
-// Once a body is refused, the rest of it is read and dropped, up to this many more bytes (or the
-// limit, if larger) and for this long, before the connection is closed.
+// Once a body is refused, the rest of it is read and dropped, up to the limit and this many more
+// bytes (or the limit again, if larger) in all and for this long, before the connection is closed.
 const DISCARD_BYTES = 1024 * 1024;
 const DISCARD_MS = 2000;
 
@@ -113,7 +113,6 @@ class BodyReader {
   #size = 0;
   // Reading the body, dropping it after a refusal, or finished.
   #state: "reading" | "dropping" | "over" = "reading";
-  #dropped = 0;
   // The answer to give when a refused body ends, unless it was given at once.
   #owed: ShoalError | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -128,8 +127,10 @@ class BodyReader {
   data(chunk: Buffer): void {
     if (this.#state === "over") return;
     if (this.#state === "dropping") {
-      this.#dropped += chunk.length;
-      if (this.#dropped > Math.max(this.limit, DISCARD_BYTES)) this.#cutOff();
+      // Bounded by the whole body, as a declared length is: refused at its head or midway, a body
+      // is read up to the limit and as much again (at least 1 MiB) before the cut-off.
+      this.#size += chunk.length;
+      if (this.#size > this.limit + Math.max(this.limit, DISCARD_BYTES)) this.#cutOff();
       return;
     }
     this.#size += chunk.length;
