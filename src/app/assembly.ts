@@ -23,7 +23,6 @@ import { RestartLimit } from "../workers/restart-policy.js";
 import { commandChannel, processChannel } from "../workers/process-channel.js";
 import { modelHostLaunch, pythonLaunch } from "../python.js";
 import { threadChannel } from "../workers/thread-channel.js";
-import { GrpcFront } from "../grpc/grpc-front.js";
 import { ApiDocs } from "../http/docs.js";
 import { HttpFront } from "../http/http-front.js";
 import { appInfo, openApiDocument } from "../http/openapi.js";
@@ -93,7 +92,12 @@ export async function startServer(declared: Declared, config: ServerConfig, logg
   const core: ServingCore | undefined = apis.plane === undefined ? undefined : { admission, plane: apis.plane, metrics };
   const doors: Door[] = [];
   // The V2 protocol over gRPC too, for the same models, when there are models and a port for it.
-  if (core !== undefined && config.grpcPort > 0) doors.push(new GrpcFront(core, config, logger));
+  // Loaded only then: grpc-js and the protocol's descriptors are megabytes of the HTTP thread's
+  // heap, which every full collection marks again.
+  if (core !== undefined && config.grpcPort > 0) {
+    const { GrpcFront } = await import("../grpc/grpc-front.js");
+    doors.push(new GrpcFront(core, config, logger));
+  }
   for (let started = 0; started < doors.length; started++) {
     try {
       await doors[started]!.start();
