@@ -1,6 +1,6 @@
 /**
- * HTTP compression: gzip and deflate request bodies, the body limit on inflated bytes (a zip bomb
- * gets 413 without being inflated whole), and answers compressed as Accept-Encoding asks when
+ * HTTP compression: gzip, deflate and zstd request bodies, the body limit on inflated bytes (a zip
+ * bomb gets 413 without being inflated whole), and answers compressed as Accept-Encoding asks when
  * they are large enough.
  */
 import assert from "node:assert/strict";
@@ -32,6 +32,24 @@ function postRaw(port: number, path: string, body: Buffer, headers: Record<strin
   });
 }
 
+/**
+ * A zstd frame written by hand (RFC 8878), so that every runtime's decoder is tested on the same
+ * bytes, Node.js 20's included, which has no zstd encoder: `raw` as one raw block, then `rle`
+ * blocks of 128 KiB of one byte each (a bomb: 4 bytes a block).
+ */
+function zstdFrame(raw: Buffer, rle = 0): Buffer {
+  const BLOCK = 128 * 1024;
+  // Magic number; a descriptor with no content size, checksum or dictionary; a 128 KiB window.
+  const parts = [Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3])];
+  const header = (last: boolean, type: number, size: number) => {
+    const h = (size << 3) | (type << 1) | (last ? 1 : 0);
+    return Buffer.from([h & 0xff, (h >> 8) & 0xff, (h >> 16) & 0xff]);
+  };
+  parts.push(header(rle === 0, 0, raw.byteLength), raw);
+  for (let i = 0; i < rle; i++) parts.push(header(i === rle - 1, 1, BLOCK), Buffer.from([0x20]));
+  return Buffer.concat(parts);
+}
+
 function inferBody(n: number): Buffer {
   return Buffer.from(JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [n], data: new Array(n).fill(0.25) }] }));
 }
@@ -50,8 +68,8 @@ describe("HTTP compression", () => {
     repo.remove();
   });
 
-  test("gzip and deflate request bodies are inflated", async () => {
-    for (const [encoding, body] of [["gzip", gzipSync(inferBody(3))], ["deflate", deflateSync(inferBody(3))], ["identity", inferBody(3)]] as const) {
+  test("gzip, deflate and zstd request bodies are inflated", async () => {
+    for (const [encoding, body] of [["gzip", gzipSync(inferBody(3))], ["deflate", deflateSync(inferBody(3))], ["zstd", zstdFrame(inferBody(3), 1)], ["identity", inferBody(3)]] as const) {
       const reply = await infer(body, { "content-encoding": encoding });
       assert.equal(reply.status, 200, `${encoding}: ${reply.body}`);
       assert.deepEqual(JSON.parse(reply.body.toString()).outputs.find((o: any) => o.name === "x_out").data, [0.25, 0.25, 0.25]);
@@ -61,7 +79,12 @@ describe("HTTP compression", () => {
   test("the body limit applies to the inflated bytes: a zip bomb gets 413", async () => {
     const bomb = gzipSync(Buffer.alloc(64 * LIMIT, 0x20));
     assert.ok(bomb.byteLength < LIMIT / 4);
-    const reply = await infer(bomb, { "content-encoding": "gzip" });
+    let reply = await infer(bomb, { "content-encoding": "gzip" });
+    assert.equal(reply.status, 413);
+    assert.deepEqual(JSON.parse(reply.body.toString()), { error: `request body is too large: the limit is ${LIMIT} bytes, once inflated` });
+    const zstdBomb = zstdFrame(Buffer.from("{}"), 512);
+    assert.ok(zstdBomb.byteLength < 4096);
+    reply = await infer(zstdBomb, { "content-encoding": "zstd" });
     assert.equal(reply.status, 413);
     assert.deepEqual(JSON.parse(reply.body.toString()), { error: `request body is too large: the limit is ${LIMIT} bytes, once inflated` });
   });
@@ -70,9 +93,12 @@ describe("HTTP compression", () => {
     let reply = await infer(Buffer.from("not gzip at all"), { "content-encoding": "gzip" });
     assert.equal(reply.status, 400);
     assert.match(JSON.parse(reply.body.toString()).error, /^bad request: the body is not valid gzip/);
+    reply = await infer(Buffer.from("not zstd either"), { "content-encoding": "zstd" });
+    assert.equal(reply.status, 400);
+    assert.match(JSON.parse(reply.body.toString()).error, /^bad request: the body is not valid zstd/);
     reply = await infer(inferBody(1), { "content-encoding": "compress" });
     assert.equal(reply.status, 415);
-    assert.equal(JSON.parse(reply.body.toString()).error, "unsupported media type: Content-Encoding 'compress'; use gzip or deflate");
+    assert.equal(JSON.parse(reply.body.toString()).error, "unsupported media type: Content-Encoding 'compress'; use gzip, deflate or zstd");
   });
 
   test("large answers are compressed as Accept-Encoding asks; small ones are not", async () => {
