@@ -1,0 +1,48 @@
+/**
+ * What a server started by the Python SDK's `shoal.mosec` answers as Mosec does, beside Shoal's
+ * own answers (docs/python.md): its routes' errors as bare text, its streams' errors as Mosec's
+ * events, and Mosec's OpenAPI document at `/openapi/metadata.json`. Mosec's metric series are
+ * the registry's (metrics/mosec-series.ts).
+ */
+import { STATUS_CODES } from "node:http";
+import { ShoalError } from "../../errors.js";
+import type { HttpRequest, HttpResponse } from "../../http/http-message.js";
+import type { Dialect } from "../../http/dialect.js";
+import type { Delegate } from "../../http/intake.js";
+import { sendBody, sendError, JSON_TYPE } from "../../http/send.js";
+
+// The reasons Mosec's task codes give, where its spelling is not Node's (RFC 9110 renamed 422).
+const REASONS: Readonly<Record<number, string>> = { 422: "Unprocessable Content" };
+
+/**
+ * The dialect of a Mosec server's routes: an error is its text alone (`request validation
+ * error: 'x'`), and in a stream, which opens at once, an `error` event whose data is
+ * `SSE inference error: 422: Unprocessable Content: request validation error: ...`.
+ */
+export const MOSEC_DIALECT: Dialect = {
+  errorsInStream: true,
+  errorText(error: ShoalError, inStream: boolean): string {
+    if (!inStream) return error.publicMessage;
+    return `SSE inference error: ${error.status}: ${REASONS[error.status] ?? STATUS_CODES[error.status] ?? "Error"}: ${error.publicMessage}`;
+  },
+};
+
+/** Where Mosec serves its OpenAPI document. */
+export const MOSEC_OPENAPI_PATH = "/openapi/metadata.json";
+
+/** Mosec's OpenAPI document (made by `shoal.mosec` from its Workers' annotations), under `/openapi`. */
+export class MosecOpenApi implements Delegate {
+  readonly prefix = "/openapi";
+  readonly #body: Buffer;
+
+  constructor(document: Readonly<Record<string, unknown>>) {
+    this.#body = Buffer.from(JSON.stringify(document));
+  }
+
+  handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string): undefined {
+    if (path !== MOSEC_OPENAPI_PATH) sendError(res, requestId, new ShoalError("NOT_FOUND", path));
+    else if (req.method !== "GET" && req.method !== "HEAD") sendError(res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use GET`), { allow: "GET, HEAD" });
+    else sendBody(res, 200, { "content-type": JSON_TYPE, "content-length": this.#body.byteLength, "x-request-id": requestId }, this.#body);
+    return undefined;
+  }
+}
