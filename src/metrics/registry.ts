@@ -32,7 +32,8 @@ interface WorkerSnapshot {
 }
 
 /**
- * The one metric registry of a server: every metric name is defined here. Names take the
+ * The one metric registry of a server: every metric name is defined here (Mosec's, for a server
+ * that shoal.mosec started, in mosec-series.ts). Names take the
  * `--namespace` prefix; durations are in seconds, as Prometheus expects.
  */
 export class Metrics {
