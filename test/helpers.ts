@@ -411,7 +411,7 @@ export function childPids(pid: number): number[] {
 export function zstdFrame(raw: Buffer, rle = 0): Buffer {
   const BLOCK = 128 * 1024;
   // Magic number; a descriptor with no content size, checksum or dictionary; a 128 KiB window.
-  const parts = [Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3])];
+  const parts: Buffer[] = [Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3])];
   const header = (last: boolean, type: number, size: number) => {
     const h = (size << 3) | (type << 1) | (last ? 1 : 0);
     return Buffer.from([h & 0xff, (h >> 8) & 0xff, (h >> 16) & 0xff]);

@@ -43,8 +43,8 @@ export interface Dialect {
    * the place of `error`.
    */
   errorText?(error: ShoalError, inStream: boolean): string;
-  /** Whether a request that takes a stream hears of its error in the stream even before the first chunk: the stream opens to say it (as Mosec's streams, which open at once). */
-  readonly errorsInStream?: boolean;
+  /** Whether a request that takes a stream hears of `error` in the stream even before the first chunk: the stream opens to say it (as Mosec's streams, which open once a request is queued). */
+  errorInStream?(error: ShoalError): boolean;
   /** The data of the Server-Sent Events after the last chunk (OpenAI's usage and `[DONE]`). */
   finish?(): string[];
 }

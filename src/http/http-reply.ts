@@ -101,7 +101,7 @@ export class HttpReply implements Reply {
     try {
       this.#lastIfDraining();
       // A dialect whose streams open at once tells a stream's client of its error in the stream.
-      if (this.#streaming === undefined && this.stream !== undefined && this.dialect?.errorsInStream === true) this.#open();
+      if (this.#streaming === undefined && this.stream !== undefined && this.dialect?.errorInStream?.(error) === true) this.#open();
       if (this.#streaming !== undefined) {
         this.#endStream(error);
         return;

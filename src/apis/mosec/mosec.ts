@@ -16,11 +16,13 @@ const REASONS: Readonly<Record<number, string>> = { 422: "Unprocessable Content"
 
 /**
  * The dialect of a Mosec server's routes: an error is its text alone (`request validation
- * error: 'x'`), and in a stream, which opens at once, an `error` event whose data is
- * `SSE inference error: 422: Unprocessable Content: request validation error: ...`.
+ * error: 'x'`), and in a stream, which opens once the request is queued, an `error` event whose
+ * data is `SSE inference error: 422: Unprocessable Content: request validation error: ...`.
+ * What refuses a request before it is queued (a full queue, 429; a server not serving, 503) is
+ * answered with its status, as Mosec answers it.
  */
 export const MOSEC_DIALECT: Dialect = {
-  errorsInStream: true,
+  errorInStream: (error: ShoalError) => error.status !== 429 && error.status !== 503,
   errorText(error: ShoalError, inStream: boolean): string {
     if (!inStream) return error.publicMessage;
     return `SSE inference error: ${error.status}: ${REASONS[error.status] ?? STATUS_CODES[error.status] ?? "Error"}: ${error.publicMessage}`;
