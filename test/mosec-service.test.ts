@@ -143,6 +143,12 @@ describe("Mosec's service tests, on Shoal", { skip: sdk.skip ?? false }, () => {
       if (output === "TypedInference") assert.deepEqual(operation.responses["200"].content, { "application/msgpack": { schema: { type: "integer" } } }, name);
       else assert.ok(!("content" in operation.responses["200"]), name);
     }
+    // Mosec's Swagger UI page of the document: its script and Swagger UI's files are there, relative to it.
+    const page = await send(url("typedTyped", "/openapi/swagger"));
+    assert.equal(page.status, 200);
+    assert.equal(page.headers.get("content-type"), "text/html; charset=utf-8");
+    for (const [, src] of page.text.matchAll(/(?:src|href)="([^"]+)"/g)) assert.equal((await send(new URL(src!, url("typedTyped", "/openapi/swagger")).href)).status, 200, src);
+    assert.match((await send(url("typedTyped", "/openapi/swagger-init.js"))).text, /"metadata\.json"/);
   });
 
   test("multi-route service: one batched stage behind a raw route and a typed MessagePack one", async () => {

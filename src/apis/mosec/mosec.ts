@@ -1,7 +1,8 @@
 /**
  * What a server started by the Python SDK's `shoal.mosec` answers as Mosec does, beside Shoal's
  * own answers (docs/python.md): its routes' errors as bare text, its streams' errors as Mosec's
- * events, and Mosec's OpenAPI document at `/openapi/metadata.json`. Mosec's metric series are
+ * events, and Mosec's OpenAPI document at `/openapi/metadata.json` with its Swagger UI page at
+ * `/openapi/swagger` (Swagger UI's files are Shoal's docs'). Mosec's metric series are
  * the registry's (metrics/mosec-series.ts).
  */
 import { STATUS_CODES } from "node:http";
@@ -10,6 +11,7 @@ import type { HttpRequest, HttpResponse } from "../../http/http-message.js";
 import type { Dialect } from "../../http/dialect.js";
 import type { Delegate } from "../../http/intake.js";
 import { sendBody, sendError, JSON_TYPE } from "../../http/send.js";
+import { HTML_TYPE, SCRIPT_TYPE, swaggerInit, swaggerPage } from "../../http/docs.js";
 
 // The reasons Mosec's task codes give, where its spelling is not Node's (RFC 9110 renamed 422).
 const REASONS: Readonly<Record<number, string>> = { 422: "Unprocessable Content" };
@@ -32,19 +34,25 @@ export const MOSEC_DIALECT: Dialect = {
 /** Where Mosec serves its OpenAPI document. */
 export const MOSEC_OPENAPI_PATH = "/openapi/metadata.json";
 
-/** Mosec's OpenAPI document (made by `shoal.mosec` from its Workers' annotations), under `/openapi`. */
+/** Mosec's OpenAPI document (made by `shoal.mosec` from its Workers' annotations) and its page, under `/openapi`. */
 export class MosecOpenApi implements Delegate {
   readonly prefix = "/openapi";
-  readonly #body: Buffer;
+  // Each path's content-type and body, made once; the page is relative to /openapi/swagger.
+  readonly #pages: ReadonlyMap<string, readonly [string, Buffer]>;
 
   constructor(document: Readonly<Record<string, unknown>>) {
-    this.#body = Buffer.from(JSON.stringify(document));
+    this.#pages = new Map([
+      [MOSEC_OPENAPI_PATH, [JSON_TYPE, Buffer.from(JSON.stringify(document))]],
+      ["/openapi/swagger", [HTML_TYPE, swaggerPage("../docs/", "swagger-init.js")]],
+      ["/openapi/swagger-init.js", [SCRIPT_TYPE, swaggerInit("metadata.json")]],
+    ]);
   }
 
   handle(req: HttpRequest, res: HttpResponse, path: string, requestId: string): undefined {
-    if (path !== MOSEC_OPENAPI_PATH) sendError(res, requestId, new ShoalError("NOT_FOUND", path));
+    const page = this.#pages.get(path);
+    if (page === undefined) sendError(res, requestId, new ShoalError("NOT_FOUND", path));
     else if (req.method !== "GET" && req.method !== "HEAD") sendError(res, requestId, new ShoalError("METHOD_NOT_ALLOWED", `${req.method} ${path}; use GET`), { allow: "GET, HEAD" });
-    else sendBody(res, 200, { "content-type": JSON_TYPE, "content-length": this.#body.byteLength, "x-request-id": requestId }, this.#body);
+    else sendBody(res, 200, { "content-type": page[0], "content-length": page[1].byteLength, "x-request-id": requestId }, page[1]);
     return undefined;
   }
 }
