@@ -95,6 +95,20 @@ export interface ServerConfig {
   restartWindowMs: number;
   /** After a busy spell, how long the server must be idle before a garbage collection gives spare heap back, in ms (0: never). */
   idleGcMs: number;
+  /** Set when the server answers as a Mosec server does: by the Python launcher `shoal.mosec` (`shoal python --mosec`), no flag of its own. */
+  mosec: MosecCompat | undefined;
+}
+
+/**
+ * What a server started by `shoal.mosec` (Mosec's user API in Python) does as Mosec does
+ * (docs/python.md): its routes' errors as bare text and its Server-Sent Events' errors as
+ * Mosec's events, Mosec's metric series beside Shoal's, and Mosec's OpenAPI document.
+ */
+export interface MosecCompat {
+  /** The prefix of Mosec's metric names (Mosec's `--namespace`: `mosec_service`). */
+  namespace: string;
+  /** Mosec's OpenAPI document of the routes, served at `/openapi/metadata.json`. */
+  openapi?: Record<string, unknown>;
 }
 
 export { integer, parseTenantKey, type TenantKey };
@@ -210,6 +224,7 @@ export function defaultConfig(): ServerConfig {
     // Long enough that the pauses between bursts of real traffic (and a benchmark's turns) do not
     // collect: a collection shrinks the young generation, which the next burst pays to grow again.
     idleGcMs: 30_000,
+    mosec: undefined,
   };
 }
 
@@ -272,6 +287,7 @@ export function serverConfigOf(command: Command, defaults: Partial<ServerConfig>
     maxRestarts: o.maxRestarts,
     restartWindowMs: o.restartWindow,
     idleGcMs: o.idleGc,
+    mosec: defaults.mosec,
   };
 }
 

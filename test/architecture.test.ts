@@ -31,7 +31,7 @@ const LAYERS: readonly (readonly string[])[] = [
   // The composition root: the Server façade, the assembly, the runtime's choice, signals.
   ["app/"],
   // The doors: the dialects spoken over HTTP, and gRPC.
-  ["apis/v2/", "apis/openai/", "grpc/"],
+  ["apis/v2/", "apis/openai/", "apis/mosec/", "grpc/"],
   // The HTTP door's runtimes, on its runtime-neutral files.
   ["http/node/", "http/bun/"],
   ["http/fetch/"],
@@ -69,9 +69,10 @@ const RANK = new Map(LAYERS.flatMap((units, rank) => units.map((unit) => [unit, 
  * runtime never another, node:http never the Fetch-API adapter.
  */
 const NEVER: ReadonlyMap<string, readonly string[]> = new Map([
-  ["grpc/", ["http/", "http/node/", "http/bun/", "http/fetch/", "apis/v2/", "apis/openai/"]],
-  ["apis/v2/", ["apis/openai/", "grpc/"]],
-  ["apis/openai/", ["apis/v2/", "grpc/"]],
+  ["grpc/", ["http/", "http/node/", "http/bun/", "http/fetch/", "apis/v2/", "apis/openai/", "apis/mosec/"]],
+  ["apis/v2/", ["apis/openai/", "apis/mosec/", "grpc/"]],
+  ["apis/openai/", ["apis/v2/", "apis/mosec/", "grpc/"]],
+  ["apis/mosec/", ["apis/v2/", "apis/openai/", "grpc/"]],
   ["http/node/", ["http/bun/", "http/fetch/"]],
   ["http/bun/", ["http/node/"]],
 ]);

@@ -1,13 +1,13 @@
 /**
- * HTTP compression: gzip and deflate request bodies, the body limit on inflated bytes (a zip bomb
- * gets 413 without being inflated whole), and answers compressed as Accept-Encoding asks when
+ * HTTP compression: gzip, deflate and zstd request bodies, the body limit on inflated bytes (a zip
+ * bomb gets 413 without being inflated whole), and answers compressed as Accept-Encoding asks when
  * they are large enough.
  */
 import assert from "node:assert/strict";
 import { request } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { brotliDecompressSync, deflateSync, gunzipSync, gzipSync } from "node:zlib";
-import { type ServerProcess } from "./helpers.js";
+import { type ServerProcess, zstdFrame } from "./helpers.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
 
 const LIMIT = 1024 * 1024;
@@ -50,8 +50,8 @@ describe("HTTP compression", () => {
     repo.remove();
   });
 
-  test("gzip and deflate request bodies are inflated", async () => {
-    for (const [encoding, body] of [["gzip", gzipSync(inferBody(3))], ["deflate", deflateSync(inferBody(3))], ["identity", inferBody(3)]] as const) {
+  test("gzip, deflate and zstd request bodies are inflated", async () => {
+    for (const [encoding, body] of [["gzip", gzipSync(inferBody(3))], ["deflate", deflateSync(inferBody(3))], ["zstd", zstdFrame(inferBody(3), 1)], ["identity", inferBody(3)]] as const) {
       const reply = await infer(body, { "content-encoding": encoding });
       assert.equal(reply.status, 200, `${encoding}: ${reply.body}`);
       assert.deepEqual(JSON.parse(reply.body.toString()).outputs.find((o: any) => o.name === "x_out").data, [0.25, 0.25, 0.25]);
@@ -61,7 +61,12 @@ describe("HTTP compression", () => {
   test("the body limit applies to the inflated bytes: a zip bomb gets 413", async () => {
     const bomb = gzipSync(Buffer.alloc(64 * LIMIT, 0x20));
     assert.ok(bomb.byteLength < LIMIT / 4);
-    const reply = await infer(bomb, { "content-encoding": "gzip" });
+    let reply = await infer(bomb, { "content-encoding": "gzip" });
+    assert.equal(reply.status, 413);
+    assert.deepEqual(JSON.parse(reply.body.toString()), { error: `request body is too large: the limit is ${LIMIT} bytes, once inflated` });
+    const zstdBomb = zstdFrame(Buffer.from("{}"), 512);
+    assert.ok(zstdBomb.byteLength < 4096);
+    reply = await infer(zstdBomb, { "content-encoding": "zstd" });
     assert.equal(reply.status, 413);
     assert.deepEqual(JSON.parse(reply.body.toString()), { error: `request body is too large: the limit is ${LIMIT} bytes, once inflated` });
   });
@@ -70,9 +75,12 @@ describe("HTTP compression", () => {
     let reply = await infer(Buffer.from("not gzip at all"), { "content-encoding": "gzip" });
     assert.equal(reply.status, 400);
     assert.match(JSON.parse(reply.body.toString()).error, /^bad request: the body is not valid gzip/);
+    reply = await infer(Buffer.from("not zstd either"), { "content-encoding": "zstd" });
+    assert.equal(reply.status, 400);
+    assert.match(JSON.parse(reply.body.toString()).error, /^bad request: the body is not valid zstd/);
     reply = await infer(inferBody(1), { "content-encoding": "compress" });
     assert.equal(reply.status, 415);
-    assert.equal(JSON.parse(reply.body.toString()).error, "unsupported media type: Content-Encoding 'compress'; use gzip or deflate");
+    assert.equal(JSON.parse(reply.body.toString()).error, "unsupported media type: Content-Encoding 'compress'; use gzip, deflate or zstd");
   });
 
   test("large answers are compressed as Accept-Encoding asks; small ones are not", async () => {

@@ -71,3 +71,93 @@ def test_an_error_made_of_an_exception_says_its_text():
     from shoal.mosec import ValidationError
 
     assert to_wire(ValidationError(KeyError("x"))) == {"code": "VALIDATION", "message": "'x'"}
+
+
+def test_shared_runtimes_are_given_in_an_order_that_keeps_every_route():
+    pre, typed, shared, post = Runtime(Pre), Runtime(Pre), Runtime(Batched, max_batch_size=4), Runtime(Pre)
+    server = Server()
+    # Shoal takes a route's stages in the order given: `pre` must come before the shared stage.
+    server.register_runtime({"/v1": [typed, shared, post], "/raw": [pre, shared]})
+    assert [s["route"] for s in server._stages("/srv/app.py", 3000)] == [["/v1"], ["/raw"], ["/v1", "/raw"], ["/v1"]]
+    crossed = Server()
+    crossed.register_runtime({"/a": [pre, shared], "/b": [shared, pre]})
+    with pytest.raises(ValueError, match="contradict"):
+        crossed._stages("/srv/app.py", 3000)
+
+
+def test_the_mixins_decode_and_encode_as_mosecs():
+    numpy = pytest.importorskip("numpy")
+    msgspec = pytest.importorskip("msgspec")
+    from typing import List
+
+    from shoal.mosec.errors import ValidationError
+    from shoal.mosec.mixin import NumBinIPCMixin, TypedMsgPackMixin
+
+    class Item(msgspec.Struct):
+        name: str
+        data: bytes
+
+    class Typed(TypedMsgPackMixin):
+        def forward(self, data: List[Item]) -> List[int]:
+            return [len(item.data) for item in data]
+
+    typed = Typed()
+    typed.max_batch_size = 4
+    item = typed.deserialize(msgspec.msgpack.encode({"name": "a", "data": b"xyz"}))
+    assert item == Item("a", b"xyz")
+    with pytest.raises(ValidationError, match="missing required field `data`"):
+        typed.deserialize(msgspec.msgpack.encode({"name": "a"}))
+    # Unbatched, the annotation is the item's own: a List[Item] is a list.
+    with pytest.raises(ValidationError, match="Expected `array`, got `object`"):
+        Typed().deserialize(msgspec.msgpack.encode({"name": "a", "data": b""}))
+    assert msgspec.msgpack.decode(typed.serialize([3])) == [3]
+
+    class Arrays(NumBinIPCMixin, Worker):
+        pass
+
+    arrays = Arrays()
+    sent = numpy.arange(6, dtype=numpy.float64).reshape(2, 3) / 7
+    back = arrays.deserialize_ipc(arrays.serialize_ipc(sent))
+    assert back.dtype == sent.dtype and back.tobytes() == sent.tobytes()
+
+
+def test_the_openapi_document_describes_the_typed_ends_only():
+    msgspec = pytest.importorskip("msgspec")
+    from typing import List
+
+    from shoal.mosec import openapi
+    from shoal.mosec.mixin import TypedMsgPackMixin
+
+    class Request(msgspec.Struct):
+        bin: bytes
+
+    class TypedPre(TypedMsgPackMixin):
+        def forward(self, data: Request) -> bytes:
+            return data.bin
+
+    class UntypedLast(TypedMsgPackMixin):
+        def forward(self, data):
+            return data
+
+    class TypedLast(TypedMsgPackMixin):
+        def forward(self, data: List[bytes]) -> List[int]:
+            return [len(b) for b in data]
+
+    # Mosec's four pairs of ends (test_openapi_service), each end described or not on its own.
+    routes = {}
+    for pre in (TypedPre, Pre):
+        for last in (TypedLast, UntypedLast):
+            routes[f"/{pre.__name__}/{last.__name__}"] = [Runtime(pre), Runtime(last, max_batch_size=8)]
+    spec = openapi.document(routes, "0")
+    for path in routes:
+        operation = spec["paths"][path]["post"]
+        if "/TypedPre/" in path:
+            assert operation["requestBody"]["content"] == {"application/msgpack": {"schema": {"$ref": "#/components/schemas/Request"}}}
+        else:
+            assert "requestBody" not in operation
+        if path.endswith("/TypedLast"):
+            assert operation["responses"]["200"]["content"] == {"application/msgpack": {"schema": {"type": "integer"}}}
+        else:
+            assert "content" not in operation["responses"]["200"]
+        assert "422" in operation["responses"]
+    assert "Request" in spec["components"]["schemas"] and {"/", "/metrics"} <= set(spec["paths"])

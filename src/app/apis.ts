@@ -7,6 +7,9 @@ import { V2Handler } from "../apis/v2/v2-handler.js";
 import type { AccessPolicy } from "../serving/access-policy.js";
 import type { Admission } from "../serving/admission.js";
 import { V2DataPlane } from "../serving/data-plane.js";
+import type { Dialect } from "../http/dialect.js";
+import type { MosecCompat } from "../config.js";
+import { MOSEC_DIALECT, MosecOpenApi } from "../apis/mosec/mosec.js";
 
 /** What a server serves beside its stage routes, as its code declared it. */
 export interface ApiSources {
@@ -18,6 +21,8 @@ export interface ApiSources {
   openAI: ReadonlyMap<string, OpenAIModel>;
   /** The most bytes of a body the OpenAI routes parse (`--max-openai-size`). */
   openAIMaxBytes: number;
+  /** Set when the server answers as a Mosec server does. */
+  mosec: MosecCompat | undefined;
 }
 
 /** A route served as a model of the OpenAI API, and which of its endpoints the model serves. */
@@ -38,10 +43,11 @@ export interface ApiCore {
 /**
  * The handlers of the APIs on top of the routes and models: the V2 protocol under `/v2` (models
  * and routes served as models) on its data plane, which the gRPC door serves too, and the OpenAI
- * API under `/v1`, each when it has something to serve. Throws when a declaration names a route
- * no stage serves.
+ * API under `/v1`, each when it has something to serve; for a Mosec server, the dialect of its
+ * routes and its OpenAPI document under `/openapi`. Throws when a declaration names a route no
+ * stage serves.
  */
-export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSources, core: ApiCore): { delegates: ((door: DelegateParts) => Delegate)[]; plane: V2DataPlane | undefined } {
+export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSources, core: ApiCore): { delegates: ((door: DelegateParts) => Delegate)[]; plane: V2DataPlane | undefined; routeDialect: Dialect | undefined } {
   const delegates: ((door: DelegateParts) => Delegate)[] = [];
   const routeModels = new Map<string, RouteModel>();
   for (const { route, options } of sources.routeModels) {
@@ -63,5 +69,7 @@ export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSou
     }
     delegates.push(() => new OpenAIHandler(served, sources.openAIMaxBytes));
   }
-  return { delegates, plane };
+  const openapi = sources.mosec?.openapi;
+  if (openapi !== undefined) delegates.push(() => new MosecOpenApi(openapi));
+  return { delegates, plane, routeDialect: sources.mosec === undefined ? undefined : MOSEC_DIALECT };
 }

@@ -78,15 +78,15 @@ export async function startServer(declared: Declared, config: ServerConfig, logg
     modelParts: () => modelPool?.report() ?? [],
     inFlight: () => admission.inFlight,
     bytesInFlight: () => admission.bytesInFlight,
-  }, { latency: config.latencyBuckets, batchSize: config.batchSizeBuckets });
+  }, { latency: config.latencyBuckets, batchSize: config.batchSizeBuckets }, config.mosec === undefined ? undefined : { namespace: config.mosec.namespace, timeoutMs: config.timeoutMs });
   const { stages, routes } = build(declared, config, logger, metrics, restarts);
   const modelPool = models === undefined ? undefined : sharedPool(config, logger, metrics, restarts, models.repositories);
   const docs = new ApiDocs();
   const catalog = modelPool === undefined ? undefined : new Catalog(models!, modelPool, logger, config.controlTimeoutMs);
   catalog?.register();
   const access = new AccessPolicy(config);
-  const apis = apiDelegates(routes, { catalog, routeModels: declared.routeModels, openAI: declared.openAI, openAIMaxBytes: config.maxOpenAISize }, { admission, access, notReady: () => health.notReady() });
-  const front = new HttpFront({ routes, config, admission, access, health, metrics, docs, logger, listener: httpListener(config), delegates: apis.delegates });
+  const apis = apiDelegates(routes, { catalog, routeModels: declared.routeModels, openAI: declared.openAI, openAIMaxBytes: config.maxOpenAISize, mosec: config.mosec }, { admission, access, notReady: () => health.notReady() });
+  const front = new HttpFront({ routes, config, admission, access, health, metrics, docs, logger, listener: httpListener(config), delegates: apis.delegates, routeDialect: apis.routeDialect });
   const address = await front.listen();
   // The doors beside HTTP, each onto the same core: a new door is one line here.
   const core: ServingCore | undefined = apis.plane === undefined ? undefined : { admission, plane: apis.plane, metrics };

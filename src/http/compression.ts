@@ -1,10 +1,11 @@
 /**
- * HTTP compression, as Triton does it: request bodies sent with `Content-Encoding: gzip` or
- * `deflate` are inflated, the body limit applying to the inflated bytes; answers large enough to
+ * HTTP compression, as Triton does it: request bodies sent with `Content-Encoding: gzip`,
+ * `deflate` or `zstd` are inflated, the body limit applying to the inflated bytes; answers large enough to
  * gain from it are compressed in an encoding the client's `Accept-Encoding` takes (gzip, br, and
  * zstd where node:zlib has it). zlib runs on libuv's thread pool, off the event loop.
  */
 import * as zlib from "node:zlib";
+import { Decompress } from "fzstd";
 import { ShoalError } from "../errors.js";
 import type { Body } from "./body.js";
 import { overBudget, type Hold } from "../serving/byte-budget.js";
@@ -58,17 +59,45 @@ export function compress(encoding: string, body: Uint8Array, done: (out: Buffer 
   ENCODINGS.get(encoding)!(body, (err, out) => done(err === null ? out : undefined));
 }
 
-const INFLATE: Record<string, (body: Uint8Array, options: zlib.ZlibOptions, done: (err: Error | null, out: Buffer) => void) => void> = {
+type Inflate = (body: Uint8Array, options: { maxOutputLength: number }, done: (err: Error | null, out: Buffer) => void) => void;
+
+const INFLATE: Record<string, Inflate> = {
   gzip: zlib.gunzip,
   "x-gzip": zlib.gunzip,
   deflate: zlib.inflate,
+  zstd: zstdInflate(),
 };
+
+// zstd bodies (Mosec's clients send them): node:zlib's decoder where it has one (Node.js 22.15
+// and later, Bun), else fzstd's, in JavaScript on this thread (Node.js 20), which stops as soon
+// as the output passes the limit, as zlib's does.
+function zstdInflate(): Inflate {
+  const native = (zlib as unknown as { zstdDecompress?: Inflate }).zstdDecompress;
+  if (native !== undefined) return native;
+  return (body, { maxOutputLength }, done) => {
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    let result: [Error | null, Buffer];
+    try {
+      new Decompress((chunk) => {
+        size += chunk.byteLength;
+        if (size > maxOutputLength) throw Object.assign(new Error(`Cannot create a Buffer larger than ${maxOutputLength} bytes`), { code: "ERR_BUFFER_TOO_LARGE" });
+        parts.push(chunk);
+      }).push(body, true);
+      result = [null, Buffer.concat(parts, size)];
+    } catch (err) {
+      result = [err instanceof Error ? err : new Error(String(err)), Buffer.alloc(0)];
+    }
+    // Answered later, as zlib answers.
+    setImmediate(() => done(...result));
+  };
+}
 
 /**
  * A request body as sent (`encoding`: its `Content-Encoding`), inflated within `limit` bytes:
  * inflating stops as soon as it passes the limit (413), so a small body that inflates to
  * gigabytes costs no more than the limit. The inflated bytes are held against the budget too
- * (429 when they do not fit). An encoding other than gzip, deflate or identity is a 415.
+ * (429 when they do not fit). An encoding other than gzip, deflate, zstd or identity is a 415.
  */
 export function decodeBody(encoding: string | undefined, body: Body, limit: number, hold: Hold, done: (body: Body | undefined, error?: ShoalError) => void): void {
   const name = encoding?.trim().toLowerCase();
@@ -78,7 +107,7 @@ export function decodeBody(encoding: string | undefined, body: Body, limit: numb
   }
   const inflate = INFLATE[name];
   if (inflate === undefined) {
-    done(undefined, new ShoalError("UNSUPPORTED_ENCODING", `Content-Encoding '${name.slice(0, 40)}'; use gzip or deflate`));
+    done(undefined, new ShoalError("UNSUPPORTED_ENCODING", `Content-Encoding '${name.slice(0, 40)}'; use gzip, deflate or zstd`));
     return;
   }
   inflate(body.bytes, { maxOutputLength: limit }, (err, out) => {

@@ -37,6 +37,14 @@ export interface Dialect {
   answer?(body: Uint8Array): Uint8Array;
   /** An error's JSON body, before or after a stream started. */
   error?(error: ShoalError): unknown;
+  /**
+   * An error as bare text instead of JSON (Mosec's answers): the body of its answer, sent with no
+   * content-type, or, in a stream (`inStream`), the data of the stream's `error` event. Takes
+   * the place of `error`.
+   */
+  errorText?(error: ShoalError, inStream: boolean): string;
+  /** Whether a request that takes a stream hears of `error` in the stream even before the first chunk: the stream opens to say it (as Mosec's streams, which open once a request is queued). */
+  errorInStream?(error: ShoalError): boolean;
   /** The data of the Server-Sent Events after the last chunk (OpenAI's usage and `[DONE]`). */
   finish?(): string[];
 }

@@ -16,30 +16,43 @@ export interface Page {
   cacheControl: string;
 }
 
-// Relative URLs, so that the page also works behind a proxy that mounts the server under a prefix:
-// from /docs, "docs/x" is /docs/x and "openapi.json" is /openapi.json.
-const HTML = `<!doctype html>
+/**
+ * A Swagger UI page: `assets` is where Swagger UI's files are and `init` the script that starts
+ * it, both relative to the page, so that it also works behind a proxy that mounts the server
+ * under a prefix (from /docs, "docs/x" is /docs/x).
+ */
+export function swaggerPage(assets: string, init: string): Buffer {
+  return Buffer.from(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>API docs</title>
-<link rel="stylesheet" href="docs/swagger-ui.css">
-<link rel="icon" type="image/png" href="docs/favicon-32x32.png">
+<link rel="stylesheet" href="${assets}swagger-ui.css">
+<link rel="icon" type="image/png" href="${assets}favicon-32x32.png">
 </head>
 <body>
 <div id="swagger-ui"></div>
-<script src="docs/swagger-ui-bundle.js"></script>
-<script src="docs/init.js"></script>
+<script src="${assets}swagger-ui-bundle.js"></script>
+<script src="${init}"></script>
 </body>
 </html>
-`;
+`);
+}
 
-// In a file of its own rather than inline, so that a Content-Security-Policy without
-// 'unsafe-inline' allows the page.
-const INIT = `window.ui = SwaggerUIBundle({ url: new URL("openapi.json", document.baseURI).href, dom_id: "#swagger-ui", deepLinking: true });\n`;
+/**
+ * The script that starts a Swagger UI page on the document at `document` (relative to the page).
+ * In a file of its own rather than inline, so that a Content-Security-Policy without
+ * 'unsafe-inline' allows the page.
+ */
+export function swaggerInit(document: string): Buffer {
+  return Buffer.from(`window.ui = SwaggerUIBundle({ url: new URL(${JSON.stringify(document)}, document.baseURI).href, dom_id: "#swagger-ui", deepLinking: true });\n`);
+}
 
 const NO_CACHE = "no-cache";
+/** The content-types of a Swagger UI page and of its script. */
+export const HTML_TYPE = "text/html; charset=utf-8";
+export const SCRIPT_TYPE = "text/javascript; charset=utf-8";
 // Swagger UI's files change only with the installed package.
 const CACHE_A_DAY = "public, max-age=86400";
 
@@ -47,14 +60,14 @@ const CACHE_A_DAY = "public, max-age=86400";
 const ASSETS: ReadonlyMap<string, { file: string; contentType: string }> = new Map([
   ["/docs/swagger-ui.css", { file: "swagger-ui.css", contentType: "text/css; charset=utf-8" }],
   ["/docs/swagger-ui.css.map", { file: "swagger-ui.css.map", contentType: "application/json" }],
-  ["/docs/swagger-ui-bundle.js", { file: "swagger-ui-bundle.js", contentType: "text/javascript; charset=utf-8" }],
+  ["/docs/swagger-ui-bundle.js", { file: "swagger-ui-bundle.js", contentType: SCRIPT_TYPE }],
   ["/docs/swagger-ui-bundle.js.map", { file: "swagger-ui-bundle.js.map", contentType: "application/json" }],
   ["/docs/favicon-32x32.png", { file: "favicon-32x32.png", contentType: "image/png" }],
 ]);
 
 const OWN: ReadonlyMap<string, Page> = new Map([
-  ["/docs", { contentType: "text/html; charset=utf-8", body: Buffer.from(HTML), cacheControl: NO_CACHE }],
-  ["/docs/init.js", { contentType: "text/javascript; charset=utf-8", body: Buffer.from(INIT), cacheControl: CACHE_A_DAY }],
+  ["/docs", { contentType: HTML_TYPE, body: swaggerPage("docs/", "docs/init.js"), cacheControl: NO_CACHE }],
+  ["/docs/init.js", { contentType: SCRIPT_TYPE, body: swaggerInit("openapi.json"), cacheControl: CACHE_A_DAY }],
 ]);
 
 /**

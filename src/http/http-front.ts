@@ -49,6 +49,8 @@ export interface HttpDoorParts {
   listener: (handle: Handle) => Listener;
   /** Make the handlers of path prefixes (the dialects), with what the door lends them. */
   delegates?: ((door: DelegateParts) => Delegate)[];
+  /** The dialect of every route's requests, when they are not answered in Shoal's own shape (a Mosec server's). */
+  routeDialect?: Dialect;
 }
 
 /** A request whose body is still arriving, told that the server gave up: it is answered once its body ends, or cut off. */
@@ -77,7 +79,8 @@ export class HttpFront {
 
   constructor(parts: HttpDoorParts) {
     const { config, admission, logger, access, metrics } = parts;
-    this.#routes = new Map([...parts.routes].map(([path, route]) => [path, { path: route.path, steps: route.stages }]));
+    const dialect = parts.routeDialect;
+    this.#routes = new Map([...parts.routes].map(([path, route]) => [path, dialect === undefined ? { path: route.path, steps: route.stages } : { path: route.path, steps: route.stages, dialect }]));
     this.access = access;
     this.#config = config;
     this.admission = admission;

@@ -100,6 +100,8 @@ export class HttpReply implements Reply {
     this.#done = true;
     try {
       this.#lastIfDraining();
+      // A dialect whose streams open at once tells a stream's client of its error in the stream.
+      if (this.#streaming === undefined && this.stream !== undefined && this.dialect?.errorInStream?.(error) === true) this.#open();
       if (this.#streaming !== undefined) {
         this.#endStream(error);
         return;

@@ -43,5 +43,13 @@ export function sendError(res: HttpResponse, requestId: string, error: ShoalErro
 /** An error's answer: in the dialect's shape when the request has one, else Shoal's; returns the body's bytes. */
 export function sendFailure(res: HttpResponse, requestId: string, error: ShoalError, dialect: Dialect | undefined, headers?: OutgoingHttpHeaders): number {
   if (error.retryAfterS !== undefined) headers = { ...headers, "retry-after": String(error.retryAfterS) };
+  if (dialect?.errorText !== undefined) return sendText(res, requestId, error.status, dialect.errorText(error, false), headers);
   return dialect?.error === undefined ? sendError(res, requestId, error, headers) : sendJson(res, requestId, error.status, dialect.error(error), headers);
+}
+
+// Bare text with no content-type, as Mosec answers its errors; returns the body's bytes.
+function sendText(res: HttpResponse, requestId: string, status: number, text: string, headers?: OutgoingHttpHeaders): number {
+  if (res.headersSent || res.destroyed) return 0;
+  const bytes = Buffer.byteLength(text);
+  return sendBody(res, status, { ...headers, "content-length": bytes, "x-request-id": requestId }, text) ? bytes : 0;
 }

@@ -26,6 +26,7 @@ export function negotiate(accept: string | undefined, route: Transport): Transpo
 }
 
 const NEWLINE = /\r\n|\r|\n/;
+const NEWLINE_ALL = /\r\n|\r|\n/g;
 
 /** One chunk as its transport frames it: an SSE `data:` event (a line per line of the chunk), or an NDJSON line. */
 export function frameChunk(transport: Transport, chunk: Uint8Array): Buffer {
@@ -37,10 +38,10 @@ export function frameChunk(transport: Transport, chunk: Uint8Array): Buffer {
   return Buffer.from(`${text.split(NEWLINE).map((line) => `data: ${line}`).join("\n")}\n\n`);
 }
 
-/** The last frame of a stream that failed after it started: an SSE `error` event, or an NDJSON line, with the error's JSON. */
+/** The last frame of a stream that failed after it started: an SSE `error` event, or an NDJSON line, with the error's JSON (or the dialect's text). */
 export function frameError(transport: Transport, error: ShoalError, dialect?: Dialect): string {
-  const json = JSON.stringify(dialect?.error === undefined ? { error: error.publicMessage } : dialect.error(error));
-  return transport === "sse" ? `event: error\ndata: ${json}\n\n` : `${json}\n`;
+  const data = dialect?.errorText !== undefined ? dialect.errorText(error, true) : JSON.stringify(dialect?.error === undefined ? { error: error.publicMessage } : dialect.error(error));
+  return transport === "sse" ? `event: error\n${data.split(NEWLINE).map((line) => `data: ${line}`).join("\n")}\n\n` : `${data.replace(NEWLINE_ALL, " ")}\n`;
 }
 
 const LF = Buffer.from("\n");

@@ -20,12 +20,12 @@ export type Protocol = "http" | "grpc";
 
 /** What a stage or a model records, bound to its label once so the hot path does no lookups. */
 export interface StageMetrics {
-  /** A batch of this many items was dispatched. */
-  batch(size: number): void;
+  /** A batch of this many items was dispatched, to worker `workerId`. */
+  batch(size: number, workerId: number): void;
   /** An item waited this long in the queue, in ms. */
   queueWait(ms: number): void;
-  /** A forward call took this long, IPC included, in ms. */
-  forward(ms: number): void;
+  /** A forward call of worker `workerId` took this long, IPC included, in ms. */
+  forward(ms: number, workerId: number): void;
   /** A batch that failed as a whole was run again in parts, in this many runs. */
   retried(runs: number): void;
   /** A worker was replaced. */

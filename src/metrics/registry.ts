@@ -4,6 +4,7 @@ import { BATCH_BUCKETS, LATENCY_BUCKETS, type Buckets } from "./buckets.js";
 import { loadOf, type Load } from "./load-report.js";
 import { OPENMETRICS_CONTENT_TYPE, openMetricsText } from "./openmetrics.js";
 import { modelSeries } from "./model-series.js";
+import { MosecSeries, type MosecSeriesOptions } from "./mosec-series.js";
 import type { Phases, Protocol, StageMetrics, TenantOutcome, QueueOutcome, StreamMetrics, WorkerMetricsReport, QueueGauges, PoolGauges, ServerGauges, ModelGauges, ModelPartGauges, ModelLifecycle } from "./metric-types.js";
 
 export type { Phases, Protocol, StageMetrics, TenantOutcome, QueueOutcome, StreamMetrics, WorkerMetricsReport, QueueGauges, PoolGauges, ServerGauges, ModelGauges, ModelPartGauges, ModelLifecycle };
@@ -31,7 +32,8 @@ interface WorkerSnapshot {
 }
 
 /**
- * The one metric registry of a server: every metric name is defined here. Names take the
+ * The one metric registry of a server: every metric name is defined here (Mosec's, for a server
+ * that shoal.mosec started, in mosec-series.ts). Names take the
  * `--namespace` prefix; durations are in seconds, as Prometheus expects.
  */
 export class Metrics {
@@ -67,8 +69,10 @@ export class Metrics {
   readonly #answers = new Map<string, RouteSeries>();
   readonly #gauges: ServerGauges;
   readonly #lifecycle: (model: string, version: string) => ModelLifecycle;
+  // Mosec's series too, for a server started by shoal.mosec.
+  readonly #mosec: MosecSeries | undefined;
 
-  constructor(namespace: string, gauges: ServerGauges, buckets: Buckets = { latency: LATENCY_BUCKETS, batchSize: BATCH_BUCKETS }) {
+  constructor(namespace: string, gauges: ServerGauges, buckets: Buckets = { latency: LATENCY_BUCKETS, batchSize: BATCH_BUCKETS }, mosec?: MosecSeriesOptions) {
     const { latency: latencyBuckets, batchSize: batchBuckets } = buckets;
     this.#gauges = gauges;
     const name = (n: string) => `${namespace}_${n}`;
@@ -141,6 +145,7 @@ export class Metrics {
     this.#tenants = new Counter({ name: name("tenant_requests_total"), help: "Requests of the queues that share between tenants, by tenant (those of tenantWeights and the first maxTenants others; the rest are \"other\") and outcome: queued, served (sent to a worker), rejected (refused, or failed by a queue rule)", labelNames: ["stage", "model", "tenant", "outcome"], registers });
     this.#cache = new Counter({ name: name("cache_requests_total"), help: "Requests to routes and models with a response cache, by result: hit (answered from it, never queued), miss (computed, and kept), skip (a stream, or Cache-Control: no-cache)", labelNames: ["route", "result"], registers });
     this.#lifecycle = modelSeries(name, this.registry, gauges);
+    this.#mosec = mosec === undefined ? undefined : new MosecSeries(mosec, this.registry, gauges.inFlight);
     this.#chosenWait = new Gauge({ name: name("stage_batch_wait_seconds"), help: "The wait maxWaitMs \"auto\" chose for the last partial batch of a stage or a model", labelNames: ["stage", "model"], registers });
   }
 
@@ -221,10 +226,11 @@ export class Metrics {
     let predicted: Histogram.Internal<string> | undefined;
     let actual: Histogram.Internal<string> | undefined;
     let chosen: Gauge.Internal<string> | undefined;
+    const mosec = "stage" in owner ? this.#mosec?.stage(owner.stage) : undefined;
     return {
-      batch: (size) => batch.observe(size),
+      batch: mosec === undefined ? (size) => batch.observe(size) : (size, workerId) => (batch.observe(size), mosec.batch(size, workerId)),
       queueWait: (ms) => wait.observe(ms / 1000),
-      forward: (ms) => forward.observe(ms / 1000),
+      forward: mosec === undefined ? (ms) => forward.observe(ms / 1000) : (ms, workerId) => (forward.observe(ms / 1000), mosec.forward(ms, workerId)),
       retried: (runs) => retries.inc(runs),
       restart,
       workerReport: (workerId, metrics) => this.#workerReport(owner, workerId, metrics),
@@ -281,6 +287,7 @@ export class Metrics {
     }
     count.inc();
     observe(children.latency, ms / 1000, exemplar);
+    if (protocol === "http") this.#mosec?.answered(route, code, ms);
   }
 
   // Keeps a worker's latest report of its own metrics; `undefined` forgets the worker.

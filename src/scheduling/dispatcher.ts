@@ -112,7 +112,6 @@ export class Dispatcher {
       task.payload = undefined;
       task.transfer = undefined;
     }
-    if (flight.to.batches) flight.to.metrics.batch(tasks.length);
     flight.to.running += tasks.length;
     const message: Omit<BatchMessage, "seq"> = flight.model === undefined ? { kind: "batch", items } : { kind: "batch", items, model: flight.model };
     // Only a batch that holds a sampled request is traced: the others cost one test per task.
@@ -121,6 +120,7 @@ export class Dispatcher {
       message.traced = true;
     }
     const workerId = this.pool.dispatch(flight, message, transfer.length > 0 ? attached(transfer) : transfer, flight.workerId);
+    if (flight.to.batches) flight.to.metrics.batch(tasks.length, workerId);
     // A task of several steps keeps its last batch's size and worker.
     for (const task of tasks) task.workerId = workerId;
     if (flight.to.stream !== undefined) tasks.forEach((task, i) => (task.control = (action) => this.pool.control(workerId, flight, i, action)));
@@ -148,7 +148,7 @@ export class Dispatcher {
 
   #done(flight: Flight, result: ResultMessage, contentType: string, elapsedMs: number): void {
     const { tasks, to } = flight;
-    to.metrics.forward(elapsedMs);
+    to.metrics.forward(elapsedMs, tasks[0]!.workerId ?? 0);
     to.running -= tasks.length;
     if (flight.sentAt !== undefined) this.#traced(flight, result.error?.message, result.trace);
     to.landed(flight, elapsedMs);

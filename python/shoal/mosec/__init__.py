@@ -2,8 +2,9 @@
 ``from shoal.mosec import Server, Worker, ...`` for ``from mosec import ...``.
 
 ``python server.py`` parses Mosec's flags and starts Shoal's front (the ``shoal`` command) with
-the script's stages as Python process workers, as Mosec's Python starts its Rust binary. What
-differs from Mosec is listed in docs/python.md."""
+the script's stages as Python process workers, as Mosec's Python starts its Rust binary, asking
+it to answer as Mosec does. ``shoal.mosec.mixin`` and ``shoal.mosec.errors`` are Mosec's
+``mosec.mixin`` and ``mosec.errors``. What differs from Mosec is listed in docs/python.md."""
 
 import argparse
 import atexit
@@ -16,24 +17,14 @@ import subprocess
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from . import errors
-from .worker import Worker as _ShoalWorker
-from .worker import get_logger as _get_logger
-
-import msgpack as _msgpack
+from ..worker import Worker as _ShoalWorker
+from ..worker import get_logger as _get_logger
+from .errors import ClientError, DecodingError, EncodingError, MosecError, ServerError, ValidationError
 
 __all__ = [
     "Server", "Worker", "SSEWorker", "Runtime", "get_logger",
     "ValidationError", "DecodingError", "EncodingError", "ClientError", "ServerError", "MosecError",
 ]
-
-# Mosec's errors, as Shoal's: the same statuses.
-MosecError = errors.ShoalError
-ClientError = errors.BadRequestError
-ValidationError = errors.ValidationError
-DecodingError = errors.DecodingError
-EncodingError = errors.EncodingError
-ServerError = errors.ServerError
 
 
 def get_logger():
@@ -48,6 +39,7 @@ class Worker(_ShoalWorker):
 
     example: Any = None
     multi_examples: Optional[List[Any]] = None
+    req_mime_type = "application/json"
     resp_mime_type = "application/json"
 
     def __init__(self):
@@ -119,27 +111,6 @@ class SSEWorker(Worker):
         return super().encode(output, meta)
 
 
-class MsgpackMixin:
-    """Mosec's MessagePack mixin: bodies and values between stages in MessagePack."""
-
-    resp_mime_type = "application/msgpack"
-
-    def serialize(self, data: Any) -> bytes:
-        return _msgpack.packb(data, use_bin_type=True)
-
-    def deserialize(self, data: bytes) -> Any:
-        try:
-            return _msgpack.unpackb(data, raw=False)
-        except Exception as err:
-            raise DecodingError(f"msgpack decode error: {err}") from err
-
-    def serialize_ipc(self, data: Any) -> bytes:
-        return _msgpack.packb(data, use_bin_type=True)
-
-    def deserialize_ipc(self, data: bytes) -> Any:
-        return _msgpack.unpackb(data, raw=False)
-
-
 class Runtime:
     """One stage as Mosec's ``Runtime``: a Worker class and how many processes, batches and time it has."""
 
@@ -190,14 +161,13 @@ class Server:
     def _stages(self, script: str, timeout_ms: int) -> List[Dict[str, Any]]:
         # A Runtime in several routes is one stage of each (one pool), as in Mosec; zero wait and
         # timeout take Mosec's defaults (10 ms; the server's --timeout).
-        stages: List[Dict[str, Any]] = []
-        seen: Dict[int, Dict[str, Any]] = {}
+        stages: Dict[int, Dict[str, Any]] = {}
         for path, runtimes in self._routes.items():
             for runtime in runtimes:
-                if id(runtime) in seen:
-                    seen[id(runtime)]["route"].append(path)
+                if id(runtime) in stages:
+                    stages[id(runtime)]["route"].append(path)
                     continue
-                stage = {
+                stages[id(runtime)] = {
                     "target": f"{script}:{runtime.worker.__name__}",
                     "interpreter": sys.executable,
                     "streaming": issubclass(runtime.worker, SSEWorker),
@@ -208,9 +178,23 @@ class Server:
                     "route": [path],
                     **({"env": runtime.env} if runtime.env is not None else {}),
                 }
-                seen[id(runtime)] = stage
-                stages.append(stage)
-        return stages
+        return [stages[key] for key in self._order()]
+
+    def _order(self) -> List[int]:
+        # Shoal takes a route's stages in the order they are given: one order that keeps every
+        # route's (a Runtime shared by routes comes after what comes before it in each), the
+        # first declared first among those free to go.
+        before: Dict[int, set] = {}
+        for runtimes in self._routes.values():
+            for i, runtime in enumerate(runtimes):
+                before.setdefault(id(runtime), set()).update(id(r) for r in runtimes[:i])
+        order: List[int] = []
+        while len(order) < len(before):
+            free = next((key for key, needs in before.items() if key not in order and needs <= set(order)), None)
+            if free is None:
+                raise ValueError("the routes take shared Runtimes in orders that contradict each other")
+            order.append(free)
+        return order
 
     def run(self) -> None:
         """Parses Mosec's flags and runs Shoal's front with these stages until it stops."""
@@ -218,7 +202,10 @@ class Server:
             raise RuntimeError("no worker: call append_worker() first")
         args, _unknown = _flags().parse_known_args()
         script = os.path.abspath(sys.modules["__main__"].__file__)
-        command = _shoal_command() + ["python", "--stages", json.dumps(self._stages(script, args.timeout)), "--port", str(args.port), "--address", args.address, "--timeout", str(args.timeout), "--capacity", str(args.capacity)]
+        # Mosec's answers, metric names and OpenAPI document (docs/python.md).
+        compat = {"namespace": args.namespace, "openapi": openapi.document(self._routes, _version())}
+        command = _shoal_command() + ["python", "--stages", json.dumps(self._stages(script, args.timeout)), "--mosec", json.dumps(compat)]
+        command += ["--port", str(args.port), "--address", args.address, "--timeout", str(args.timeout), "--capacity", str(args.capacity), "--max-request-size", str(args.max_request_size)]
         command += ["--log-level", "debug" if args.debug else {"warning": "warn"}.get(args.log_level, args.log_level)]
         for _, proc in self._daemons:
             atexit.register(_end, proc)
@@ -235,6 +222,15 @@ DEFAULT_WAIT_MS = 10
 _RESERVED = ("/", "/metrics", "/openapi")
 
 
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("shoal-worker")
+    except Exception:
+        return "unknown"
+
+
 def _end(proc: Any) -> None:
     if hasattr(proc, "poll") and proc.poll() is None:
         proc.terminate()
@@ -247,6 +243,10 @@ def _flags() -> argparse.ArgumentParser:
     parser.add_argument("--address", default=os.environ.get("MOSEC_ADDRESS", "0.0.0.0"))
     parser.add_argument("--timeout", type=int, default=int(os.environ.get("MOSEC_TIMEOUT", 3000)), help="a request's time in ms")
     parser.add_argument("--capacity", type=int, default=int(os.environ.get("MOSEC_CAPACITY", 1024)), help="most items each stage may hold queued; more get 429")
+    parser.add_argument("--max-request-size", type=int, default=int(os.environ.get("MOSEC_MAX_REQUEST_SIZE", 10 * 1024 * 1024)), help="largest request body in bytes; larger ones get 413")
+    parser.add_argument("--namespace", default=os.environ.get("MOSEC_NAMESPACE", "mosec_service"), help="prefix of Mosec's metric names")
+    # Shoal inflates gzip, deflate and zstd bodies, and compresses large answers, always.
+    parser.add_argument("--compression", action="store_true")
     parser.add_argument("--debug", action="store_true")
     parser.add_argument("--log-level", default=os.environ.get("MOSEC_LOG_LEVEL", "info"), choices=["debug", "info", "warning", "warn", "error"])
     return parser
@@ -261,3 +261,8 @@ def _shoal_command() -> List[str]:
     if found is None:
         raise RuntimeError("the shoal command is not on the PATH: install the npm package (npm i -g shoal), or set SHOAL_CLI to its dist/cli/main.js")
     return [found]
+
+
+# The mixins of ``mosec.mixin``, here too (they build on Worker above).
+from .mixin import MsgpackMixin, NumBinIPCMixin, TypedMsgPackMixin  # noqa: E402
+from . import openapi  # noqa: E402
