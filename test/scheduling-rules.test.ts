@@ -222,20 +222,18 @@ describe("adaptive batching", () => {
     assert.equal(presence.peak, 1, "a load that fell is followed down");
   });
 
-  test("the next request after a batch's answers is expected as long after them as lately", () => {
+  test("the requests after a batch's answers are expected back as long after them, and as spread, as lately", () => {
     const lag = new ReturnLag();
     assert.equal(lag.backMs(0), 0);
+    // Each batch's clients back 10 to 13 ms after its answers.
     for (let t = 0; t < 1000; t += 50) {
       lag.landed(t);
-      lag.arrived(t + 10);
-      lag.arrived(t + 11);
+      for (const ms of [10, 11, 13]) lag.arrived(t + ms);
     }
     lag.landed(1000);
-    assert.ok(Math.abs(lag.backMs(1000) - 10) < 0.2, `${lag.backMs(1000)}`);
-    assert.ok(Math.abs(lag.backMs(1004) - 6) < 0.2);
-    assert.equal(lag.backMs(1020), 0, "overdue: due now");
-    lag.arrived(1005);
-    assert.equal(lag.backMs(1006), 0, "it came");
+    assert.ok(Math.abs(lag.backMs(1000) - 13) < 0.2, `${lag.backMs(1000)}`);
+    assert.ok(Math.abs(lag.backMs(1004) - 9) < 0.2);
+    assert.equal(lag.backMs(1020), 0, "by now");
   });
 
   test("under a BatchQueue, 6 clients each back 0.1 ms after the one before: a batch of 6 leaves as soon as they are back", () => {
@@ -255,8 +253,11 @@ describe("adaptive batching", () => {
     assert.deepEqual(auto.sizes.slice(-4), [12, 12, 12, 12], `batches ${auto.sizes}`);
     assert.ok(none.sizes.slice(-4).some((n) => n < 12), `wait 0 splits: ${none.sizes}`);
     assert.ok(auto.perMs > 1.1 * none.perMs, `auto ${auto.perMs.toFixed(3)} against wait 0 ${none.perMs.toFixed(3)} an ms`);
-    // 24 clients, batches of up to 16: the 8 queued wait for 8 of the 16 on their way.
-    assert.deepEqual(closedLoop(24, 16, lag, 40).sizes.slice(-4), [16, 16, 16, 16]);
+    // 24 clients, batches of up to 16: the 8 queued wait for 8 of the 16 on their way if all are
+    // back within 10 / 3 ms (here 1 to 2.5 ms), else they leave at once.
+    assert.deepEqual(closedLoop(24, 16, (i) => 1 + 0.1 * i, 40).sizes.slice(-4), [16, 16, 16, 16]);
+    const spread = closedLoop(24, 16, lag, 40);
+    assert.ok(spread.perMs >= closedLoop(24, 16, lag, 40, 0).perMs, `batches ${spread.sizes}`);
     // Clients back later than the fixed part: it seldom waits, and loses little against a wait of 0.
     const slow = (i: number) => 15 + 0.25 * i;
     const late = closedLoop(12, 16, slow, 40);

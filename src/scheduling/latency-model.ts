@@ -93,26 +93,25 @@ export interface WaitView {
   readonly maxBatchSize: number;
   /** The most requests lately in the queue and at its workers, per worker ({@link Presence}). */
   readonly present: number;
-  /** In how many ms the first request after the last batch's answers is expected ({@link ReturnLag}). */
+  /** In how many ms the requests after the last batch's answers are expected to be back ({@link ReturnLag}). */
   readonly backMs: number;
 }
 
 /**
  * The wait `maxWaitMs: "auto"` gives a partial batch, in ms, counted from when a free worker
- * found it partial. While fewer are queued (q) than have lately been present (c), and the first
- * request after the last batch's answers is expected within it: the wait after which one batch of
- * p = min(maxBatchSize, c) still costs less an item than sending q now and the r = min(maxBatchSize,
- * c − q) still missing in a second batch, `(fixed + wait) / p < 2·fixed / (q + r)`, so
- * `fixed × (2p / (q + r) − 1)`: the fixed part when all fit in one batch, less when they do not;
- * at most one full batch's forward time. Otherwise, and until the model is ready, 0.
+ * found it partial. While fewer are queued (q) than have lately been present (c), and the
+ * requests after the last batch's answers are expected back within it: the wait after which one
+ * batch of p = min(maxBatchSize, c) still costs less an item than sending q now and the
+ * r = min(maxBatchSize, c − q) still missing in a second batch, `(fixed + wait) / p < 2·fixed /
+ * (q + r)`, so `fixed × (2p / (q + r) − 1)`: the fixed part when all fit in one batch, less when
+ * they do not; at most one full batch's forward time. Otherwise, and until the model is ready, 0.
  *
  * Clients that send again when answered (a closed loop) are its case: their rate is the
  * throughput itself, so that any batch "keeps up" and a rule by rate lets them settle into split
  * batches that each pay the fixed part; those not queued are on their way back, and waiting a
- * little for them is cheaper than the second batch. When they come back later than that, waiting
- * would only idle the worker. Arrivals at a rate of their own are waited for the same way, the
- * next one being due about a gap after the last batch: above one in a fixed part's time they fill
- * a batch, below it a request leaves alone.
+ * little for them is cheaper than the second batch. When they are back later than that, waiting
+ * would only idle the worker. Arrivals at a rate of their own, spread over the whole time between
+ * batches, are not waited for: the worker takes what came while it was busy.
  */
 export function autoWaitMs(model: LatencyModel, view: WaitView): number {
   const clients = Math.ceil(view.present);
@@ -152,29 +151,37 @@ export class Presence {
 }
 
 /**
- * How long after a batch's answers the next request comes, a moving average: in a closed loop,
- * the clients' round trip; at a rate, about the gap between arrivals.
+ * When the requests that follow a batch's answers are back: how long after the answers the first
+ * comes and how far the last is behind it, moving averages over the requests that came between
+ * one batch's answers and the next's. In a closed loop that is the clients' round trip and how
+ * spread their burst is; at a rate of its own, about a gap and the whole time between batches.
  */
 export class ReturnLag {
   #lagMs = 0;
+  #spreadMs = 0;
   #landedAt = -Infinity;
-  #waiting = false;
+  #first = NaN;
+  #last = NaN;
 
   /** A batch came back at `now`. */
   landed(now: number): void {
+    if (!Number.isNaN(this.#first)) {
+      this.#lagMs += (this.#first - this.#landedAt - this.#lagMs) * 0.2;
+      this.#spreadMs += (this.#last - this.#first - this.#spreadMs) * 0.2;
+    }
     this.#landedAt = now;
-    this.#waiting = true;
+    this.#first = NaN;
   }
 
   /** A request arrived at `now`. */
   arrived(now: number): void {
-    if (!this.#waiting) return;
-    this.#waiting = false;
-    this.#lagMs += (now - this.#landedAt - this.#lagMs) * 0.2;
+    if (this.#landedAt === -Infinity) return;
+    if (Number.isNaN(this.#first)) this.#first = now;
+    this.#last = now;
   }
 
-  /** In how many ms from `now` the first request after the last batch's answers is expected (0: it is due, or came). */
+  /** In how many ms from `now` the requests after the last batch's answers are expected to be back (0: by now). */
   backMs(now: number): number {
-    return this.#waiting ? Math.max(0, this.#landedAt + this.#lagMs - now) : 0;
+    return Math.max(0, this.#landedAt + this.#lagMs + this.#spreadMs - now);
   }
 }
