@@ -115,7 +115,7 @@ export class BatchQueue {
     this.#workers = options.workers ?? (() => 1);
     this.#running = options.running ?? (() => 0);
     this.#presence = this.policy.maxWaitMs === "auto" ? new Presence() : undefined;
-    this.#lag = this.#presence && new ReturnLag();
+    this.#lag = this.#presence === undefined ? undefined : new ReturnLag();
     this.#predict = options.predict ?? false;
     this.#predicted = options.predicted;
     this.#waitChosen = options.waitChosen;
