@@ -10,7 +10,7 @@ import type { QueueOutcome, TenantOutcome } from "../src/metrics/registry.js";
 import { BatchQueue } from "../src/scheduling/batch-queue.js";
 import { decideBatch } from "../src/scheduling/batcher.js";
 import { activate, charge, pickShare, TenantKeys } from "../src/scheduling/fair-share.js";
-import { ArrivalRate, autoWaitMs, LatencyModel, MIN_BATCHES, predictMs, Presence, retryAfter, targetBatch } from "../src/scheduling/latency-model.js";
+import { autoWaitMs, LatencyModel, MIN_BATCHES, predictMs, Presence, retryAfter, ReturnLag } from "../src/scheduling/latency-model.js";
 import { queueOrderOf } from "../src/scheduling/priority-order.js";
 import { bucketOf } from "../src/scheduling/length-buckets.js";
 import { modelSettingsSchema } from "../src/models/settings.js";
@@ -143,80 +143,125 @@ describe("admission by predicted latency under a BatchQueue", () => {
   });
 });
 
+/**
+ * `clients` that each send again `lagMs(i)` after their answer (the i-th of its batch), to an
+ * queue ("auto" unless `maxWaitMs` says) on a fake clock whose one worker takes 10 ms + 2 ms an
+ * item, in 0.05 ms steps, until `batches` were sent: their sizes and start times, the waits
+ * chosen, and the items served an ms over the second half of the batches.
+ */
+function closedLoop(clients: number, maxBatchSize: number, lagMs: (i: number) => number, batches: number, maxWaitMs: BatchPolicy["maxWaitMs"] = "auto") {
+  const clock = { now: 0 };
+  const waits: number[] = [];
+  let running = 0;
+  const policy: BatchPolicy = { maxBatchSize, maxWaitMs };
+  const queue = new BatchQueue({ policy, capacity: 100, owner: "stage T_1", order: queueOrderOf({}), wake: () => {}, waited: () => {}, now: () => clock.now, running: () => running, waitChosen: (ms) => waits.push(ms) });
+  const task = (name: string) => new Task([], { requestId: name, headers: {}, deadline: 0, route: "/inference" }, clock.now + 10_000, name, undefined, { send: () => {}, fail: () => {}, chunk: () => {}, end: () => {}, release: () => {} });
+  for (let i = 0; i < MIN_BATCHES; i++) queue.landed(Array.from({ length: 2 ** i }, (_, j) => task(`w${i}-${j}`)), 10 + 2 * 2 ** i);
+  const sendAt = Array.from({ length: clients }, (_, i) => 0.1 * i);
+  const sizes: number[] = [];
+  const starts: number[] = [];
+  let batch: Task[] = [];
+  let busyUntil = 0;
+  for (let step = 0; step < 400_000 && sizes.length < batches; step++) {
+    clock.now = step * 0.05;
+    if (batch.length > 0 && clock.now >= busyUntil) {
+      queue.landed(batch, 10 + 2 * batch.length);
+      batch.forEach((t, i) => (sendAt[Number(String(t.payload).slice(1))] = clock.now + lagMs(i)));
+      batch = [];
+      running = 0;
+    }
+    sendAt.forEach((at, client) => {
+      if (at > clock.now) return;
+      queue.admit(task(`c${client}`));
+      sendAt[client] = Infinity;
+    });
+    if (batch.length > 0) continue;
+    batch = queue.next() ?? [];
+    running = batch.length;
+    busyUntil = clock.now + 10 + 2 * batch.length;
+    if (batch.length === 0) continue;
+    sizes.push(batch.length);
+    starts.push(clock.now);
+  }
+  const half = Math.floor(sizes.length / 2);
+  const perMs = sizes.slice(half, -1).reduce((a, b) => a + b, 0) / (starts.at(-1)! - starts[half]!);
+  return { sizes, starts, waits, perMs };
+}
+
 describe("adaptive batching", () => {
-  test("the target is the smallest batch that keeps up with arrivals, rounded up to a preferred size", () => {
+  test("while fewer are queued than were lately present, and the next is due, it waits what one batch saves over two; else 0", () => {
     const model = fitted(10, 2);
-    // At 0.2 an ms (a tenth to spare: 0.22): n ≥ 0.22 (10 + 2n) → n ≥ 2.2/0.56 → 4.
-    assert.equal(targetBatch(model, { queued: 0, ratePerMs: 0.2, maxBatchSize: 32, preferred: [] }), 4);
-    assert.equal(targetBatch(model, { queued: 0, ratePerMs: 0.2, maxBatchSize: 32, preferred: [8, 16] }), 8);
-    assert.equal(targetBatch(model, { queued: 0, ratePerMs: 0.01, maxBatchSize: 32, preferred: [] }), 1, "light load: no batching needed");
-    assert.equal(targetBatch(model, { queued: 0, ratePerMs: 1, maxBatchSize: 32, preferred: [] }), 32, "more than a worker can ever take: the largest batch");
+    const view = { queued: 5, maxBatchSize: 32, present: 6, backMs: 0 };
+    // One more client is on its way: a batch of 6 after up to the fixed 10 ms costs less an item
+    // than one of 5 now and one of 1 (two fixed parts for 6 items).
+    assert.ok(Math.abs(autoWaitMs(model, view) - 10) < 1e-9);
+    assert.ok(Math.abs(autoWaitMs(model, { ...view, present: 5.2 }) - 10) < 1e-9, "a share of a client counts as one");
+    assert.equal(autoWaitMs(model, { ...view, queued: 6 }), 0, "all there: it leaves at once");
+    assert.equal(autoWaitMs(model, { ...view, backMs: 12 }), 0, "the next comes later than the 10 ms a batch saves");
+    assert.equal(autoWaitMs(new LatencyModel(), view), 0, "no model yet");
+    // 24 clients, batches of up to 16, 8 queued: 16 after w against 8 now and 16 next,
+    // (10 + w) / 16 < 20 / 24, so w < 10 / 3.
+    assert.ok(Math.abs(autoWaitMs(model, { queued: 8, maxBatchSize: 16, present: 24, backMs: 1 }) - 10 / 3) < 1e-9);
+    // 1 queued of 64: a batch of 16 after w against 1 now and 16 next: 10 × (32 / 17 − 1).
+    assert.ok(Math.abs(autoWaitMs(model, { queued: 1, maxBatchSize: 16, present: 64, backMs: 0 }) - 10 * (32 / 17 - 1)) < 1e-9);
   });
 
-  test("the wait is the time the target takes to arrive, at most one full batch's forward time; 0 before the model is ready", () => {
-    const model = fitted(10, 2);
-    assert.equal(autoWaitMs(model, { queued: 1, ratePerMs: 0.2, maxBatchSize: 32, preferred: [] }), 15);
-    assert.equal(autoWaitMs(model, { queued: 4, ratePerMs: 0.2, maxBatchSize: 32, preferred: [] }), 0);
-    assert.equal(autoWaitMs(model, { queued: 1, ratePerMs: 0.2, maxBatchSize: 32, preferred: [32] }), model.forwardMs(32), "31 more would take 155 ms");
-    assert.equal(autoWaitMs(new LatencyModel(), { queued: 1, ratePerMs: 0.2, maxBatchSize: 32, preferred: [] }), 0);
-  });
-
-  test("the target is no more than have lately been present: in a closed loop of 6 clients, a batch of 6 leaves at once", () => {
-    const model = fitted(10, 2);
-    assert.equal(targetBatch(model, { queued: 0, ratePerMs: 1, maxBatchSize: 32, preferred: [], present: 5.2 }), 6);
-    assert.equal(autoWaitMs(model, { queued: 6, ratePerMs: 1, maxBatchSize: 32, preferred: [], present: 6 }), 0);
-    assert.equal(autoWaitMs(model, { queued: 5, ratePerMs: 1, maxBatchSize: 32, preferred: [], present: 6 }), 1, "one more client is on its way");
+  test("the clients lately present are the most seen at an arrival over the last 4 batches", () => {
     const presence = new Presence();
     presence.arrived(6);
     presence.arrived(3);
     assert.equal(presence.peak, 6);
-    for (let i = 0; i < 20; i++) presence.took();
-    assert.ok(presence.peak < 3, `${presence.peak}: a load that fell is followed down`);
-    // Under a BatchQueue: 6 clients, each sending again when answered, 1 ms apart; 32 would never come.
-    const q = setUp({}, { maxBatchSize: 32, maxWaitMs: "auto" });
-    let running = 0;
-    const queue = new BatchQueue({ policy: { maxBatchSize: 32, maxWaitMs: "auto" }, capacity: 100, owner: "stage T_1", order: queueOrderOf({}), wake: () => {}, waited: () => {}, now: () => q.clock.now, running: () => running, waitChosen: (ms) => q.waits.push(ms) });
-    for (let i = 0; i < MIN_BATCHES; i++) queue.landed(Array.from({ length: 2 ** i }, (_, j) => q.task(`w${i}-${j}`)), 10 + 2 * 2 ** i);
-    // Each client sends again 0.1 ms after its answer; the worker takes a batch whenever it is free.
-    const sendAt = [0, 0.1, 0.2, 0.3, 0.4, 0.5];
-    const sizes: number[] = [];
-    const starts: number[] = [];
-    let batch: Task[] = [];
-    let busyUntil = 0;
-    for (let step = 0; step < 5000 && sizes.length < 12; step++) {
-      q.clock.now = step * 0.1;
-      if (batch.length > 0 && q.clock.now >= busyUntil) {
-        queue.landed(batch, 10 + 2 * batch.length);
-        batch.forEach((task, i) => (sendAt[Number(String(task.payload).slice(1))] = q.clock.now + 0.1 * (i + 1)));
-        batch = [];
-        running = 0;
-      }
-      sendAt.forEach((at, client) => {
-        if (at > q.clock.now) return;
-        queue.admit(q.task(`c${client}`));
-        sendAt[client] = Infinity;
-      });
-      if (batch.length > 0) continue;
-      batch = queue.next() ?? [];
-      running = batch.length;
-      busyUntil = q.clock.now + 10 + 2 * batch.length;
-      if (batch.length === 0) continue;
-      sizes.push(batch.length);
-      starts.push(q.clock.now);
+    presence.arrived(64);
+    for (let i = 0; i < 3; i++) {
+      presence.took();
+      presence.arrived(1);
     }
+    assert.equal(presence.peak, 64, "a batch or two without all the clients back is no fall");
+    presence.took();
+    presence.arrived(1);
+    assert.equal(presence.peak, 1, "a load that fell is followed down");
+  });
+
+  test("the requests after a batch's answers are expected back as long after them, and as spread, as lately", () => {
+    const lag = new ReturnLag();
+    assert.equal(lag.backMs(0), 0);
+    // Each batch's clients back 10 to 13 ms after its answers.
+    for (let t = 0; t < 1000; t += 50) {
+      lag.landed(t);
+      for (const ms of [10, 11, 13]) lag.arrived(t + ms);
+    }
+    lag.landed(1000);
+    assert.ok(Math.abs(lag.backMs(1000) - 13) < 0.2, `${lag.backMs(1000)}`);
+    assert.ok(Math.abs(lag.backMs(1004) - 9) < 0.2);
+    assert.equal(lag.backMs(1020), 0, "by now");
+  });
+
+  test("under a BatchQueue, 6 clients each back 0.1 ms after the one before: a batch of 6 leaves as soon as they are back", () => {
+    const { sizes, starts } = closedLoop(6, 32, (i) => 0.1 * (i + 1), 12);
     assert.deepEqual(sizes.slice(-3), [6, 6, 6], `batches ${sizes}: full of the clients there are`);
     // A batch of 6 takes 22 ms, and the clients come back within 0.6 ms of its answers.
     const cycles = starts.slice(-4).map((t, i, all) => (i === 0 ? 0 : t - all[i - 1]!)).slice(1);
     assert.ok(cycles.every((ms) => ms < 23.5), `batches every ${cycles.map((ms) => ms.toFixed(1))} ms: none waits for a batch of 32 that never comes`);
   });
 
-  test("arrivals per ms follow the gaps, and a silence lowers them", () => {
-    const rate = new ArrivalRate();
-    assert.equal(rate.perMs(0), 0);
-    for (let t = 0; t <= 100; t += 5) rate.arrived(t);
-    assert.ok(Math.abs(rate.perMs(100) - 0.2) < 1e-9);
-    assert.ok(rate.perMs(150) <= 1 / 50 + 1e-9);
-    assert.ok(Math.abs(rate.perMs(150, 60) - 0.2) < 1e-9, "a silence within its patience does not");
+  test("in a closed loop it waits for the clients on their way back rather than split them in two batches", () => {
+    // 12 clients back 1 to 3.75 ms after their answers: a batch of 12 each cycle (34 ms + 3.75 of
+    // waiting), not two that each pay the 10 ms fixed part, as a wait of 0 does.
+    const lag = (i: number) => 1 + 0.25 * i;
+    const auto = closedLoop(12, 16, lag, 40);
+    const none = closedLoop(12, 16, lag, 40, 0);
+    assert.deepEqual(auto.sizes.slice(-4), [12, 12, 12, 12], `batches ${auto.sizes}`);
+    assert.ok(none.sizes.slice(-4).some((n) => n < 12), `wait 0 splits: ${none.sizes}`);
+    assert.ok(auto.perMs > 1.1 * none.perMs, `auto ${auto.perMs.toFixed(3)} against wait 0 ${none.perMs.toFixed(3)} an ms`);
+    // 24 clients, batches of up to 16: the 8 queued wait for 8 of the 16 on their way if all are
+    // back within 10 / 3 ms (here 1 to 2.5 ms), else they leave at once.
+    assert.deepEqual(closedLoop(24, 16, (i) => 1 + 0.1 * i, 40).sizes.slice(-4), [16, 16, 16, 16]);
+    const spread = closedLoop(24, 16, lag, 40);
+    assert.ok(spread.perMs >= closedLoop(24, 16, lag, 40, 0).perMs, `batches ${spread.sizes}`);
+    // Clients back later than the fixed part: it seldom waits, and loses little against a wait of 0.
+    const slow = (i: number) => 15 + 0.25 * i;
+    const late = closedLoop(12, 16, slow, 40);
+    assert.ok(late.perMs > 0.9 * closedLoop(12, 16, slow, 40, 0).perMs, `slow clients: ${late.perMs.toFixed(3)} an ms, batches ${late.sizes}`);
   });
 
   test("a preferred size that is queued leaves at once; below the smallest, the wait decides", () => {
@@ -227,23 +272,22 @@ describe("adaptive batching", () => {
     assert.deepEqual(decideBatch(3, 0, 0, policy, 2), { wakeAt: 2 }, "the wait auto chose");
   });
 
-  test("under a BatchQueue, maxWaitMs auto waits what the model says and shows it", () => {
-    const q = setUp({}, { maxBatchSize: 32, maxWaitMs: "auto" });
-    for (let i = 0; i < MIN_BATCHES; i++) q.queue.landed(Array.from({ length: 2 ** i }, (_, j) => q.task(`w${i}-${j}`)), 10 + 2 * 2 ** i);
-    // Arrivals every 5 ms: 0.2 an ms.
-    for (let t = 0; t < 100; t += 5) {
-      q.clock.now = t;
-      q.queue.admit(q.task(`a${t}`));
-      q.queue.next();
-    }
-    assert.ok(q.waits.length > 0 && q.waits.every((ms) => ms >= 0 && ms <= 74), `waits ${q.waits}`);
-    assert.ok(q.waits.some((ms) => ms > 0), "it waited for a batch to fill");
+  test("under a BatchQueue, maxWaitMs auto waits what the model says and shows it, never past what the head's deadline allows", () => {
+    const clock = { now: 0 };
+    const waits: number[] = [];
+    const queue = new BatchQueue({ policy: { maxBatchSize: 32, maxWaitMs: "auto" }, capacity: 100, owner: "stage T_1", order: queueOrderOf({}), wake: () => {}, waited: () => {}, now: () => clock.now, running: () => 3, waitChosen: (ms) => waits.push(ms) });
+    const task = (name: string, timeoutMs: number) => new Task([], { requestId: name, headers: {}, deadline: 0, route: "/inference" }, clock.now + timeoutMs, name, undefined, { send: () => {}, fail: () => {}, chunk: () => {}, end: () => {}, release: () => {} });
+    for (let i = 0; i < MIN_BATCHES; i++) queue.landed(Array.from({ length: 2 ** i }, (_, j) => task(`w${i}-${j}`, 1000)), 10 + 2 * 2 ** i);
+    // 3 at the worker, 1 queued: 4 present, the next due now; a batch of 4 saves a fixed part.
+    queue.admit(task("a", 1000));
+    assert.equal(queue.next(), undefined, "it waits");
+    assert.ok(Math.abs(waits.at(-1)! - 10) < 1e-9, `waits ${waits}`);
+    clock.now = 10;
+    assert.equal(queue.next()?.length, 1, "and leaves when the wait is out");
     // A head with 50 ms to live: a full batch takes 74, so the batch leaves at once.
-    q.queue.drain();
-    q.waits.length = 0;
-    q.queue.admit(q.task("urgent", 50));
-    assert.ok(q.queue.next() !== undefined, "it left at once");
-    assert.deepEqual(q.waits, [0]);
+    queue.admit(task("urgent", 50));
+    assert.equal(queue.next()?.length, 1, "it left at once");
+    assert.equal(waits.at(-1), 0);
   });
 });
 

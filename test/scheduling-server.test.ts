@@ -3,7 +3,8 @@
  * 429 with Retry-After at once, before the deadline it would miss, and shows its prediction and
  * the real figure; two tenants of weights 3:1 share a saturated worker 3:1; a response cache
  * answers a repeated request without computing it, on a route and on a model; with length
- * buckets every batch holds items of one bucket.
+ * buckets every batch holds items of one bucket; with `maxWaitMs: "auto"` the batches of
+ * clients that send again when answered hold them all.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -73,6 +74,29 @@ describe("scheduling: admission by predicted latency, fair sharing, the response
     assert.equal(batches.flat().length, 48, "every item computed once");
     for (const batch of batches) assert.equal(new Set(batch).size, 1, `a batch of one bucket: ${batch.join(",")}`);
     assert.ok(batches.some((batch) => batch.length > 1), `batches: ${batches.map((b) => b.length).join(" ")}`);
+  });
+
+  test('with maxWaitMs "auto" the batches of 6 clients that send again when answered hold them all, and the wait chosen is shown', async () => {
+    const url = `${server.url}/adaptive`;
+    const before = calls.lines().length;
+    const statuses = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const seen: number[] = [];
+        for (let i = 0; i < 12; i++) seen.push((await post(url, {})).status);
+        return seen;
+      }),
+    );
+    assert.deepEqual(statuses.flat(), Array(72).fill(200), "every request answered");
+    const sizes = calls.lines().slice(before).filter((line) => line.startsWith("adaptive:")).map((line) => Number(line.slice("adaptive:".length)));
+    assert.equal(sizes.reduce((a, b) => a + b, 0), 72);
+    // After the 4 batches the latency model needs (and one to learn the clients' round trip), a
+    // wait of 0 would leave them split (1 and 5, or 2 and 4: 3 a batch); auto waits the 30 ms
+    // fixed part at most for the clients on their way.
+    const late = sizes.slice(6);
+    const mean = late.reduce((a, b) => a + b, 0) / late.length;
+    assert.ok(mean >= 4.5, `batches ${sizes}: ${mean.toFixed(1)} a batch`);
+    const chosen = await metric(server.url, "shoal_stage_batch_wait_seconds", { stage: "Adaptive_5" });
+    assert.ok(chosen !== undefined && chosen >= 0 && chosen <= 0.062, `wait chosen ${chosen} s`);
   });
 
   test("a repeated request is answered from the cache and never computed; no-cache and another body are", async () => {

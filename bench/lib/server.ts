@@ -75,6 +75,13 @@ export function freePort(host = "127.0.0.1"): Promise<number> {
 }
 
 /** Starts the server and resolves once its probe request succeeds; rejects with its output otherwise. */
+/** A server's environment with `{port}` replaced by its port and each `{free}` by another free port (a peer's gRPC or metrics port). */
+export async function portEnv(env: Record<string, string>, port: number): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) out[k] = v.replaceAll("{port}", String(port)).replace("{free}", String(await freePort()));
+  return out;
+}
+
 export async function startServer(spec: ServerSpec): Promise<RunningServer> {
   installExitHook();
   const scriptArgs = [spec.script, ...spec.args.map((a) => a.replaceAll("{port}", String(spec.port)))];

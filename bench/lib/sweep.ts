@@ -17,7 +17,7 @@ import { nodeVersions, peerVersions } from "./peers.js";
 import { fmtInt, fmtMs, markdownTable, textTable, writeResults } from "./results.js";
 import { findBun, runtimeLabel, type RuntimeName } from "./runtimes.js";
 import type { ScenarioContext } from "./scenario.js";
-import { freePort, startServer, type RunningServer, type ServerSpec } from "./server.js";
+import { freePort, portEnv, startServer, type RunningServer, type ServerSpec } from "./server.js";
 import { spread, type Spread } from "./stats.js";
 import { lineChart } from "../../src/bench/svg.js";
 import { startSpanSink, tracingRatios, tracingReport, withTracing, type SpanSink } from "./tracing-variants.js";
@@ -234,9 +234,7 @@ export async function sweep(ctx: ScenarioContext, scenario: string, title: strin
       try {
         const port = await freePort();
         // Environment values may name the port ({port}) or ask for another free one ({free}), e.g. MLServer's gRPC and metrics ports.
-        const env: Record<string, string> = {};
-        for (const [k, v] of Object.entries(c.spec.env ?? {})) env[k] = v.replaceAll("{port}", String(port)).replace("{free}", String(await freePort()));
-        servers.set(c.name, await startServer({ ...c.spec, env, name: c.name, port, cwd: c.cwd ?? root, cpus: layout.server }));
+        servers.set(c.name, await startServer({ ...c.spec, env: await portEnv(c.spec.env ?? {}, port), name: c.name, port, cwd: c.cwd ?? root, cpus: layout.server }));
       } catch (err) {
         // A peer that does not start is reported as such, not left out.
         failed.set(c.name, `did not start: ${(err as Error).message.split("\n")[0]}`);

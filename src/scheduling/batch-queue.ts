@@ -1,7 +1,7 @@
 import { ShoalError } from "../errors.js";
 import type { QueueOutcome, TenantOutcome } from "../metrics/registry.js";
 import { decideBatch, type BatchPolicy } from "./batcher.js";
-import { ArrivalRate, autoWaitMs, LatencyModel, predictMs, Presence, retryAfter } from "./latency-model.js";
+import { autoWaitMs, LatencyModel, predictMs, Presence, retryAfter, ReturnLag } from "./latency-model.js";
 import type { QueueOrder } from "./queue-order.js";
 import type { Task } from "./task.js";
 
@@ -31,7 +31,7 @@ export interface BatchQueueOptions {
   now?: () => number;
   /** Workers that take from this queue now (0 while they start); 1 unless given. */
   workers?: () => number;
-  /** Items of this queue at its workers now: with it, `maxWaitMs: "auto"` waits for no more than have lately been present. */
+  /** Items of this queue at its workers now, counted by `maxWaitMs: "auto"` among those lately present (0 unless given). */
   running?: () => number;
   /** Refuse at once a request the latency model says would miss its deadline (`predictAdmission`). */
   predict?: boolean;
@@ -65,11 +65,11 @@ export class BatchQueue {
   readonly waited: (ms: number) => void;
   readonly now: () => number;
   readonly counted: (outcome: QueueOutcome, level: number) => void;
-  // Its forward time by batch size, from the batches that came back, and its rate of arrivals:
-  // made only for a queue that predicts or chooses its wait, so that no other pays for them.
+  // Its forward time by batch size, from the batches that came back: made only for a queue that
+  // predicts or chooses its wait, so that no other pays for it; so are what "auto" reads besides.
   #latency: LatencyModel | undefined;
-  #rate: ArrivalRate | undefined;
   readonly #presence: Presence | undefined;
+  readonly #lag: ReturnLag | undefined;
   readonly #running: () => number;
   readonly #workers: () => number;
   readonly #predict: boolean;
@@ -114,7 +114,8 @@ export class BatchQueue {
     this.#queue = options.order;
     this.#workers = options.workers ?? (() => 1);
     this.#running = options.running ?? (() => 0);
-    this.#presence = options.running !== undefined && this.policy.maxWaitMs === "auto" ? new Presence() : undefined;
+    this.#presence = this.policy.maxWaitMs === "auto" ? new Presence() : undefined;
+    this.#lag = this.#presence === undefined ? undefined : new ReturnLag();
     this.#predict = options.predict ?? false;
     this.#predicted = options.predicted;
     this.#waitChosen = options.waitChosen;
@@ -153,8 +154,6 @@ export class BatchQueue {
       const refused = this.#late(task, now);
       if (refused !== undefined) return this.#refused(task, refused);
     }
-    // Only what joins counts towards the rate the wait is chosen by: a refused request never fills a batch.
-    if (this.policy.maxWaitMs === "auto") (this.#rate ??= new ArrivalRate()).arrived(now);
     if (task.share !== undefined) this.#tenantCounted(task.share, "queued");
     if (this.policy.maxBatchCost !== undefined || queue.focus !== undefined) {
       // A cost that is not a number above 0 counts as 1: a bad sizeOf must not stall the queue.
@@ -165,7 +164,9 @@ export class BatchQueue {
     task.enqueuedAt = now;
     task.queuedIn = this;
     queue.push(task);
+    // Only what joins counts towards what the wait is chosen by: a refused request never fills a batch.
     this.#presence?.arrived(queue.length + this.#running());
+    this.#lag?.arrived(now);
     if (queue.nextExpiry !== undefined) this.#armExpiry();
     return undefined;
   }
@@ -201,8 +202,9 @@ export class BatchQueue {
     const latency = (this.#latency ??= new LatencyModel());
     if (together) latency.observe(tasks.length, elapsedMs);
     else latency.observe(1, elapsedMs / tasks.length);
-    if (this.#predicted === undefined) return;
     const now = this.now();
+    this.#lag?.landed(now);
+    if (this.#predicted === undefined) return;
     for (const task of tasks) {
       if (task.predictedMs === undefined) continue;
       this.#predicted(task.predictedMs, now - task.enqueuedAt);
@@ -258,10 +260,8 @@ export class BatchQueue {
     if (maxWaitMs !== "auto") return maxWaitMs;
     const workers = Math.max(1, this.#workers());
     const latency = (this.#latency ??= new LatencyModel());
-    const present = this.#presence === undefined ? undefined : this.#presence.peak / workers;
-    // A silence no longer than a full batch's time may be clients waiting for their answers.
-    const ratePerMs = (this.#rate ??= new ArrivalRate()).perMs(now, latency.forwardMs(this.policy.maxBatchSize)) / workers;
-    const chosen = autoWaitMs(latency, { queued: this.#queue.length, ratePerMs, maxBatchSize: this.policy.maxBatchSize, preferred: this.policy.preferredBatchSize ?? [], present });
+    // Both made for every "auto" queue.
+    const chosen = autoWaitMs(latency, { queued: this.#queue.length, maxBatchSize: this.policy.maxBatchSize, present: this.#presence!.peak / workers, backMs: this.#lag!.backMs(now) });
     // The wait counts from when a free worker first found this batch partial (the missing items
     // arrive from then on), not from the head's arrival: items that waited out a busy worker have
     // not waited for the fill. The batch leaves at `enqueuedAt + ms`: by then a full batch's time

@@ -90,90 +90,98 @@ export function retryAfter(predictedMs: number, now: number, deadline: number): 
 export interface WaitView {
   /** Items queued now. */
   readonly queued: number;
-  /** Arrivals per ms, per worker that takes from the queue. */
-  readonly ratePerMs: number;
   readonly maxBatchSize: number;
-  /** Batch sizes preferred (sorted, ascending); empty: any. */
-  readonly preferred: readonly number[];
-  /** The most requests lately in the queue and at its workers, per worker; unset: no bound. */
-  readonly present?: number;
+  /** The most requests lately in the queue and at its workers, per worker ({@link Presence}). */
+  readonly present: number;
+  /** In how many ms the requests after the last batch's answers are expected to be back ({@link ReturnLag}). */
+  readonly backMs: number;
 }
 
 /**
- * The batch size `maxWaitMs: "auto"` waits for: the smallest that keeps up with arrivals (while
- * a batch of n runs, `rate × forward(n)` more arrive, so a batch of n keeps up when n is at
- * least that, with a tenth to spare), rounded up to a preferred size; at most `maxBatchSize`.
- * Past what keeps up, a bigger batch only adds latency; below it, the queue grows without end.
- * Nor more than have lately been present, queued or at work (`present`).
- */
-export function targetBatch(model: LatencyModel, view: WaitView): number {
-  const load = view.ratePerMs * 1.1;
-  const keepsUp = load * model.perItemMs >= 1 ? view.maxBatchSize : Math.ceil((load * model.fixedMs) / (1 - load * model.perItemMs));
-  // No more can come than have lately been present: in a closed loop (clients that send again
-  // when answered) arrivals follow the answers, and a batch larger than the clients never fills.
-  let size = Math.min(view.maxBatchSize, Math.max(1, keepsUp), Math.max(1, Math.ceil(view.present ?? Infinity)));
-  const preferred = view.preferred.find((p) => p >= size);
-  if (preferred !== undefined) size = Math.min(view.maxBatchSize, preferred);
-  return size;
-}
-
-/**
- * The wait `maxWaitMs: "auto"` gives a partial batch, in ms: the time its target size takes to
- * arrive at the present rate, at most one full batch's forward time (waiting longer never pays:
- * a worker would have run a batch in that time). 0 until the model is ready, or when the target
- * is already queued.
+ * The wait `maxWaitMs: "auto"` gives a partial batch, in ms, counted from when a free worker
+ * found it partial. While fewer are queued (q) than have lately been present (c), and the
+ * requests after the last batch's answers are expected back within it: the wait after which one
+ * batch of p = min(maxBatchSize, c) still costs less an item than sending q now and the
+ * r = min(maxBatchSize, c − q) still missing in a second batch, `(fixed + wait) / p < 2·fixed /
+ * (q + r)`, so `fixed × (2p / (q + r) − 1)`: the fixed part when all fit in one batch, less when
+ * they do not; at most one full batch's forward time. Otherwise, and until the model is ready, 0.
+ *
+ * Clients that send again when answered (a closed loop) are its case: their rate is the
+ * throughput itself, so that any batch "keeps up" and a rule by rate lets them settle into split
+ * batches that each pay the fixed part; those not queued are on their way back, and waiting a
+ * little for them is cheaper than the second batch. When they are back later than that, waiting
+ * would only idle the worker. Arrivals at a rate of their own, spread over the whole time between
+ * batches, are not waited for: the worker takes what came while it was busy.
  */
 export function autoWaitMs(model: LatencyModel, view: WaitView): number {
-  if (!model.ready || view.ratePerMs <= 0) return 0;
-  const missing = targetBatch(model, view) - view.queued;
-  if (missing <= 0) return 0;
-  return Math.min(missing / view.ratePerMs, model.forwardMs(view.maxBatchSize));
+  const clients = Math.ceil(view.present);
+  if (!model.ready || clients <= view.queued) return 0;
+  const full = Math.min(view.maxBatchSize, clients);
+  const worth = Math.min(model.fixedMs * ((2 * full) / Math.min(view.queued + view.maxBatchSize, clients) - 1), model.forwardMs(view.maxBatchSize));
+  return view.backMs < worth ? worth : 0;
 }
 
+/** Batches over which {@link Presence} keeps its high-water mark. */
+const PRESENCE_BATCHES = 4;
+
 /**
- * The most requests lately present in a queue and at its workers: a high-water mark, raised at
- * each arrival and lowered by a twentieth at each batch taken, so it follows the load down
- * within some tens of batches.
+ * The most requests lately present in a queue and at its workers: the highest count seen at an
+ * arrival over the last {@link PRESENCE_BATCHES} batches taken. In a closed loop every client is
+ * back within a batch or two, so the mark holds the number of clients; when the load falls it
+ * follows within those few batches (a slower fall would keep "auto" waiting for clients gone).
  */
 export class Presence {
-  #peak = 0;
+  readonly #peaks = new Array<number>(PRESENCE_BATCHES).fill(0);
+  #at = 0;
 
   /** A request joined; `count` are now queued or at work. */
   arrived(count: number): void {
-    if (count > this.#peak) this.#peak = count;
+    if (count > this.#peaks[this.#at]!) this.#peaks[this.#at] = count;
   }
 
   /** A batch was taken. */
   took(): void {
-    this.#peak *= 0.95;
+    this.#at = (this.#at + 1) % PRESENCE_BATCHES;
+    this.#peaks[this.#at] = 0;
   }
 
   get peak(): number {
-    return this.#peak;
+    return Math.max(...this.#peaks);
   }
 }
 
-/** A moving average of arrivals per ms, from the gaps between them: one number and a time. */
-export class ArrivalRate {
-  #gapMs = Infinity;
-  #last = -Infinity;
+/**
+ * When the requests that follow a batch's answers are back: how long after the answers the first
+ * comes and how far the last is behind it, moving averages over the requests that came between
+ * one batch's answers and the next's. In a closed loop that is the clients' round trip and how
+ * spread their burst is; at a rate of its own, about a gap and the whole time between batches.
+ */
+export class ReturnLag {
+  #lagMs = 0;
+  #spreadMs = 0;
+  #landedAt = -Infinity;
+  #first = NaN;
+  #last = NaN;
+
+  /** A batch came back at `now`. */
+  landed(now: number): void {
+    if (!Number.isNaN(this.#first)) {
+      this.#lagMs += (this.#first - this.#landedAt - this.#lagMs) * 0.2;
+      this.#spreadMs += (this.#last - this.#first - this.#spreadMs) * 0.2;
+    }
+    this.#landedAt = now;
+    this.#first = NaN;
+  }
 
   /** A request arrived at `now`. */
   arrived(now: number): void {
-    const gap = now - this.#last;
+    if (this.#landedAt === -Infinity) return;
+    if (Number.isNaN(this.#first)) this.#first = now;
     this.#last = now;
-    if (!Number.isFinite(gap)) return;
-    this.#gapMs = Number.isFinite(this.#gapMs) ? this.#gapMs + (gap - this.#gapMs) * 0.1 : gap;
   }
 
-  /**
-   * Arrivals per ms at `now`: a silence longer than the average gap and than `patienceMs` lowers
-   * it. The patience is for clients that send again when answered: they are silent while the
-   * worker computes their batch, which is no fall of the load.
-   */
-  perMs(now: number, patienceMs = 0): number {
-    const silence = now - this.#last;
-    const gap = silence > patienceMs ? Math.max(this.#gapMs, silence) : this.#gapMs;
-    return Number.isFinite(gap) && gap > 0 ? 1 / gap : Number.isFinite(gap) ? Infinity : 0;
+  /** In how many ms from `now` the requests after the last batch's answers are expected to be back (0: by now). */
+  backMs(now: number): number {
+    return Math.max(0, this.#landedAt + this.#lagMs + this.#spreadMs - now);
   }
 }
