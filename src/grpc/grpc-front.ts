@@ -15,6 +15,7 @@ import { GrpcAnswers } from "./answers.js";
 import { Arrivals } from "./arrivals.js";
 import { guardConnections } from "./connection-guard.js";
 import { HealthService } from "./health-service.js";
+import { inflateMessages } from "./inflate-messages.js";
 import { PREFIX } from "./message-frames.js";
 import { modelConfig } from "./model-config.js";
 import { tolerant, Undecodable } from "./decode.js";
@@ -64,7 +65,8 @@ export class GrpcFront implements Door {
       "grpc.keepalive_timeout_ms": config.grpcKeepAliveTimeoutMs,
       // Nothing reads channelz here, and grpc-js counts every call and message for it.
       "grpc.enable_channelz": 0,
-      interceptors: [this.#answers.interceptor, this.#arrivals.interceptor],
+      // The first two are given grpc-js's own call object (the first returns it as it is).
+      interceptors: [inflateMessages(config.maxRequestSize), this.#answers.interceptor, this.#arrivals.interceptor],
     });
     const { plane } = core;
     const inference = new GrpcInference(core, config.timeoutMs, config.maxRequestSize, config.maxInflightBytes, config.tenantKey);

@@ -8,6 +8,7 @@ import * as zlib from "node:zlib";
 import { ShoalError } from "../errors.js";
 import type { Body } from "./body.js";
 import { overBudget, type Hold } from "../serving/byte-budget.js";
+import { inflatable, inflate } from "../serving/inflate.js";
 
 import { gzip, MIN_COMPRESSED_BYTES, type Compress } from "../serving/gzip.js";
 
@@ -58,12 +59,6 @@ export function compress(encoding: string, body: Uint8Array, done: (out: Buffer 
   ENCODINGS.get(encoding)!(body, (err, out) => done(err === null ? out : undefined));
 }
 
-const INFLATE: Record<string, (body: Uint8Array, options: zlib.ZlibOptions, done: (err: Error | null, out: Buffer) => void) => void> = {
-  gzip: zlib.gunzip,
-  "x-gzip": zlib.gunzip,
-  deflate: zlib.inflate,
-};
-
 /**
  * A request body as sent (`encoding`: its `Content-Encoding`), inflated within `limit` bytes:
  * inflating stops as soon as it passes the limit (413), so a small body that inflates to
@@ -76,15 +71,13 @@ export function decodeBody(encoding: string | undefined, body: Body, limit: numb
     done(body);
     return;
   }
-  const inflate = INFLATE[name];
-  if (inflate === undefined) {
+  if (!inflatable(name)) {
     done(undefined, new ShoalError("UNSUPPORTED_ENCODING", `Content-Encoding '${name.slice(0, 40)}'; use gzip or deflate`));
     return;
   }
-  inflate(body.bytes, { maxOutputLength: limit }, (err, out) => {
-    if (err !== null) {
-      const over = (err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE";
-      done(undefined, over ? new ShoalError("BODY_TOO_LARGE", `the limit is ${limit} bytes, once inflated`) : new ShoalError("BAD_REQUEST", `the body is not valid ${name}: ${err.message}`));
+  inflate(name, body.bytes, limit, (out, failure) => {
+    if (out === undefined) {
+      done(undefined, failure?.tooLarge !== false ? new ShoalError("BODY_TOO_LARGE", `the limit is ${limit} bytes, once inflated`) : new ShoalError("BAD_REQUEST", `the body is not valid ${name}: ${failure.message}`));
       return;
     }
     if (!hold.take(Math.max(0, out.byteLength - body.bytes.byteLength))) {
