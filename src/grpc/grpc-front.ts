@@ -45,6 +45,8 @@ export class GrpcFront implements Door {
   // The paths of the calls whose requests stream (ModelStreamInfer, reflection's), as every
   // service is added.
   readonly #streaming = new Set<string>();
+  // Each listener's: ends its connections that have not sent a byte yet (grpc-js knows only sessions).
+  readonly #waiting: (() => void)[] = [];
 
   constructor(
     readonly core: ServingCore,
@@ -128,7 +130,7 @@ export class GrpcFront implements Door {
             widenWindows(listener, this.config.maxRequestSize + PREFIX);
             this.#arrivals.watch(listener);
             this.#answers.watch(listener);
-            guardConnections(listener, this.config);
+            this.#waiting.push(guardConnections(listener, this.config));
             // As on the REST port, and for each port on its own, so that a flood of one leaves the
             // other (and its health probes) reachable: net.Server closes connections past it as
             // soon as they are accepted.
@@ -152,6 +154,7 @@ export class GrpcFront implements Door {
   close(): void {
     clearInterval(this.#poll);
     this.#server.forceShutdown();
+    for (const end of this.#waiting) end();
   }
 
   /** Every worker is ready: health checks say so now rather than at the next look. */
