@@ -224,6 +224,12 @@ export async function startFloodServer(root: string, repo: ModelRepo, s: Setting
   return { server, grpcPort };
 }
 
+/** The normal gRPC client of a server's gRPC port (bench/tools/flood-client.ts): ModelInfer of 16 FP32 as raw contents, `concurrency` calls at once. */
+export function grpcClient(grpcPort: number, concurrency: number): Extract<ClientSetup, { kind: "grpc" }> {
+  const message = inferMessage(MODEL, { datatype: "FP32", shape: [16], raw: Buffer.from(Float32Array.from(x).buffer) });
+  return { kind: "grpc", target: `127.0.0.1:${grpcPort}`, method: INFER, message: message.toString("base64"), concurrency };
+}
+
 /** The flood's model repository: the echo model, batching as the scenario has it. */
 export function floodRepo(): ModelRepo {
   const repo = new ModelRepo();
@@ -257,10 +263,9 @@ async function measure(ctx: ScenarioContext, s: Settings): Promise<Outcome> {
     }, 250);
     const rssStartMiB = treeMemory(pid).rssBytes / MiB;
 
-    const message = inferMessage(MODEL, { datatype: "FP32", shape: [16], raw: Buffer.from(Float32Array.from(x).buffer) });
     const clientScript = join(ctx.root, "bench", "tools", "flood-client.ts");
     const restSetup: ClientSetup = { kind: "rest", url: `${server.url}/v2/models/${MODEL}/infer`, body: json.toString("base64"), headers: { "content-type": "application/json" }, concurrency: s.connections };
-    const grpcSetup: ClientSetup = { kind: "grpc", target: `127.0.0.1:${grpcPort}`, method: INFER, message: message.toString("base64"), concurrency: s.streams };
+    const grpcSetup = grpcClient(grpcPort, s.streams);
     const [rest, grpc] = await Promise.all([forkHelper(ctx.root, clientScript, restSetup, s.cpus.clients), forkHelper(ctx.root, clientScript, grpcSetup, s.cpus.clients)]);
     const both = (question: "window" | "stop") => Promise.all([rest.ask<LoadResult>(question), grpc.ask<LoadResult>(question)]);
     const windows: Window[] = [];
@@ -340,7 +345,7 @@ async function measure(ctx: ScenarioContext, s: Settings): Promise<Outcome> {
         return res.status === 200 ? undefined : `a new REST client got ${res.status}`;
       }),
       grpc: await within(15_000, async () => {
-        const fresh = grpcSender(`127.0.0.1:${grpcPort}`, INFER, message);
+        const fresh = grpcSender(`127.0.0.1:${grpcPort}`, INFER, Buffer.from(grpcSetup.message, "base64"));
         try {
           return (await fresh.send()) ? undefined : "a new gRPC client's call failed";
         } finally {
