@@ -7,12 +7,12 @@
  */
 import assert from "node:assert/strict";
 import { connect, constants, type ClientHttp2Session } from "node:http2";
-import { connect as tcp } from "node:net";
+import { connect as tcp, createServer, type AddressInfo } from "node:net";
 import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { after, before, describe, test } from "node:test";
 import { metric, RUNTIME, sleep, waitFor, waitForMetric, type ServerProcess } from "./helpers.js";
-import { fp32, freePort, V2Client } from "./grpc-helpers.js";
+import { fp32, freePort, readFp32, V2Client } from "./grpc-helpers.js";
 import { ModelRepo, serveRepository } from "./model-helpers.js";
 import { CALL_SHARE } from "../src/grpc/call-arrival.js";
 import { MAX_WATCHERS } from "../src/grpc/health-service.js";
@@ -95,16 +95,52 @@ function session(port: number, settings: Record<string, number> = {}): ClientHtt
 describe("gRPC connections and calls under the REST port's limits", () => {
   const echo = echoServer({}, ["--headers-timeout", "500", "--request-timeout", "1000", "--max-connections", "4", "--grpc-max-streams", "8", "--grpc-idle-timeout", "1500"]);
 
-  test("a TCP connection that never sends a byte is closed after --headers-timeout", async () => {
+  test("a TCP connection that never sends a byte is closed after --headers-timeout, and is sent nothing", async () => {
     const socket = tcp(echo.port, "127.0.0.1");
     socket.on("error", () => {});
-    // It reads (the server's SETTINGS), so that it sees the connection close.
-    socket.resume();
+    // It reads, so that it sees the connection close and anything sent before.
+    let received = 0;
+    socket.on("data", (chunk: Buffer) => (received += chunk.length));
     const start = performance.now();
     assert.ok(await closes(socket), "the connection was kept open");
     const ms = performance.now() - start;
     socket.destroy();
     assert.ok(ms >= 400 && ms < 8000, `closed after ${Math.round(ms)} ms`);
+    // No HTTP/2 session is made for a connection before its first byte: no SETTINGS, no GOAWAY.
+    assert.equal(received, 0, "bytes sent to a connection that never spoke");
+  });
+
+  test("a client whose first bytes come late, a byte at first, is served once they come", async () => {
+    // A relay that holds the client's first chunk 200 ms, then sends its first byte, and the
+    // rest 100 ms later.
+    const relay = createServer((client) => {
+      const upstream = tcp(echo.port, "127.0.0.1");
+      upstream.on("error", () => client.destroy());
+      client.on("error", () => upstream.destroy());
+      upstream.pipe(client);
+      client.once("data", (first: Buffer) => {
+        client.pause();
+        setTimeout(() => {
+          upstream.write(first.subarray(0, 1));
+          setTimeout(() => {
+            upstream.write(first.subarray(1));
+            client.pipe(upstream);
+            client.resume();
+          }, 100);
+        }, 200);
+      });
+    });
+    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+    const client = new V2Client((relay.address() as AddressInfo).port);
+    try {
+      assert.deepEqual(await client.call("ServerLive", {}, { deadlineMs: 5000 }), { live: true });
+      const answer = await client.call("ModelInfer", { model_name: "echo", inputs: [{ name: "x", datatype: "FP32", shape: [2] }], raw_input_contents: [fp32([1, 2.5])] }, { deadlineMs: 5000 });
+      const x = (answer.outputs as { name: string }[]).findIndex((o) => o.name === "x_out");
+      assert.deepEqual(readFp32(answer.raw_output_contents[x]), [1, 2.5]);
+    } finally {
+      client.close();
+      relay.close();
+    }
   });
 
   test("--max-connections silent sockets do not shut the port: they are closed, and a client is answered", async () => {

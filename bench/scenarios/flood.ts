@@ -40,6 +40,9 @@ const INFER = "/inference.GRPCInferenceService/ModelInfer";
 /** Normal throughput under flood / alone at least this. */
 const GOAL = 0.95;
 const MiB = 1024 * 1024;
+/** The normal REST client's request: 16 FP32. */
+const x = Array.from({ length: 16 }, (_, i) => i / 16);
+const json = Buffer.from(JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [16], data: x }] }));
 
 type Phase = "alone" | "flood";
 type Client = "rest" | "grpc";
@@ -49,7 +52,8 @@ type Part = (typeof PARTS)[number];
 /** Cores used in a window by each of them, by this process and by the rest of the machine. */
 type Cores = Record<Part | "harness" | "others", number>;
 
-interface Settings {
+/** What a flood run is set to. */
+export interface Settings {
   /** Concurrent requests of the normal REST and gRPC clients. */
   connections: number;
   streams: number;
@@ -103,7 +107,8 @@ interface Outcome {
   command: string;
 }
 
-function settingsOf(ctx: ScenarioContext): Settings {
+/** The scenario's settings from its flags (`values` as parsed). */
+export function settingsOf(ctx: Pick<ScenarioContext, "values">): Settings {
   const v = ctx.values;
   const whole = (name: string, fallback: number, min = 1) => {
     const raw = v[name] as string | undefined;
@@ -193,29 +198,52 @@ function coresBetween(a: ReturnType<typeof cpuSeconds>, b: ReturnType<typeof cpu
   return cores;
 }
 
-async function measure(ctx: ScenarioContext, s: Settings): Promise<Outcome> {
-  const { common, log } = ctx;
+/**
+ * Starts the flood's server from the tree at `root` (its dist/): the echo model of `repo`, REST
+ * and gRPC, under the settings' limits. `program` and `before` run it under another program or
+ * with runtime flags before the script (a profile, for example).
+ */
+export async function startFloodServer(root: string, repo: ModelRepo, s: Settings, run: { program?: string; before?: string[] } = {}): Promise<{ server: RunningServer; grpcPort: number }> {
+  const grpcPort = await freePort();
+  const script = "dist/cli/main.js";
+  const server = await startServer({
+    name: "shoal",
+    ...(run.program === undefined ? { script } : { program: run.program, script: run.before?.[0] ?? script }),
+    args: [
+      ...(run.program === undefined || run.before === undefined ? [] : [...run.before.slice(1), script]),
+      "serve", "--model-repository", repo.dir, "--workers", "1", "--port", "{port}", "--grpc-port", String(grpcPort), "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json",
+      "--max-connections", String(s.maxConnections), "--headers-timeout", String(s.headersTimeoutMs), "--request-timeout", String(s.requestTimeoutMs), "--max-request-size", String(s.maxRequestSize),
+      ...s.serverArgs,
+    ],
+    port: await freePort(),
+    cwd: root,
+    probe: { path: `/v2/models/${MODEL}/infer`, body: json.toString() },
+    startTimeoutMs: 60_000,
+    cpus: s.cpus.server,
+  });
+  return { server, grpcPort };
+}
+
+/** The normal gRPC client of a server's gRPC port (bench/tools/flood-client.ts): ModelInfer of 16 FP32 as raw contents, `concurrency` calls at once. */
+export function grpcClient(grpcPort: number, concurrency: number): Extract<ClientSetup, { kind: "grpc" }> {
+  const message = inferMessage(MODEL, { datatype: "FP32", shape: [16], raw: Buffer.from(Float32Array.from(x).buffer) });
+  return { kind: "grpc", target: `127.0.0.1:${grpcPort}`, method: INFER, message: message.toString("base64"), concurrency };
+}
+
+/** The flood's model repository: the echo model, batching as the scenario has it. */
+export function floodRepo(): ModelRepo {
   const repo = new ModelRepo();
   repo.module(MODEL, "echo.ts", { maxBatchSize: 16, maxWaitMs: 2 });
-  const grpcPort = await freePort();
-  const x = Array.from({ length: 16 }, (_, i) => i / 16);
-  const json = Buffer.from(JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [16], data: x }] }));
+  return repo;
+}
+
+async function measure(ctx: ScenarioContext, s: Settings): Promise<Outcome> {
+  const { common, log } = ctx;
+  const repo = floodRepo();
   let server: RunningServer | undefined;
+  let grpcPort: number;
   try {
-    server = await startServer({
-      name: "shoal",
-      script: "dist/cli/main.js",
-      args: [
-        "serve", "--model-repository", repo.dir, "--workers", "1", "--port", "{port}", "--grpc-port", String(grpcPort), "--address", "127.0.0.1", "--log-level", "warn", "--log-format", "json",
-        "--max-connections", String(s.maxConnections), "--headers-timeout", String(s.headersTimeoutMs), "--request-timeout", String(s.requestTimeoutMs), "--max-request-size", String(s.maxRequestSize),
-        ...s.serverArgs,
-      ],
-      port: await freePort(),
-      cwd: ctx.root,
-      probe: { path: `/v2/models/${MODEL}/infer`, body: json.toString() },
-      startTimeoutMs: 60_000,
-      cpus: s.cpus.server,
-    });
+    ({ server, grpcPort } = await startFloodServer(ctx.root, repo, s));
     const { pid } = server;
     const t0 = performance.now();
     const samples: Outcome["samples"] = [];
@@ -235,10 +263,9 @@ async function measure(ctx: ScenarioContext, s: Settings): Promise<Outcome> {
     }, 250);
     const rssStartMiB = treeMemory(pid).rssBytes / MiB;
 
-    const message = inferMessage(MODEL, { datatype: "FP32", shape: [16], raw: Buffer.from(Float32Array.from(x).buffer) });
     const clientScript = join(ctx.root, "bench", "tools", "flood-client.ts");
     const restSetup: ClientSetup = { kind: "rest", url: `${server.url}/v2/models/${MODEL}/infer`, body: json.toString("base64"), headers: { "content-type": "application/json" }, concurrency: s.connections };
-    const grpcSetup: ClientSetup = { kind: "grpc", target: `127.0.0.1:${grpcPort}`, method: INFER, message: message.toString("base64"), concurrency: s.streams };
+    const grpcSetup = grpcClient(grpcPort, s.streams);
     const [rest, grpc] = await Promise.all([forkHelper(ctx.root, clientScript, restSetup, s.cpus.clients), forkHelper(ctx.root, clientScript, grpcSetup, s.cpus.clients)]);
     const both = (question: "window" | "stop") => Promise.all([rest.ask<LoadResult>(question), grpc.ask<LoadResult>(question)]);
     const windows: Window[] = [];
@@ -318,7 +345,7 @@ async function measure(ctx: ScenarioContext, s: Settings): Promise<Outcome> {
         return res.status === 200 ? undefined : `a new REST client got ${res.status}`;
       }),
       grpc: await within(15_000, async () => {
-        const fresh = grpcSender(`127.0.0.1:${grpcPort}`, INFER, message);
+        const fresh = grpcSender(`127.0.0.1:${grpcPort}`, INFER, Buffer.from(grpcSetup.message, "base64"));
         try {
           return (await fresh.send()) ? undefined : "a new gRPC client's call failed";
         } finally {

@@ -72,7 +72,7 @@ export class GrpcAnswers {
   }
 
   /**
-   * The server interceptor: must come first, so that it is given grpc-js's own call object. Each
+   * The server interceptor: must be given grpc-js's own call object (first, or after interceptors that return it as it is). Each
    * call of the service has its answers framed by that object's wrapped serializer; a call whose
    * answers are compressed is wrapped too, to gzip them before they reach it.
    */

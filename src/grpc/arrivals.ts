@@ -32,7 +32,7 @@ export class Arrivals {
     listener.on("stream", () => (this.#opening = undefined));
   }
 
-  /** The server interceptor; after the answers' one, which must come first. */
+  /** The server interceptor; after the answers' one, which must be given grpc-js's own call object. */
   readonly interceptor: ServerInterceptor = (_method, call) => {
     const arrival = this.#opening;
     if (arrival === undefined) return call as ServerInterceptingCall;

@@ -21,11 +21,17 @@ export const MAX_PING_STRIKES = 2;
  * is told GOAWAY `ENHANCE_YOUR_CALM` after {@link MAX_PING_STRIKES} strikes, as gRPC's own
  * servers do. The idle limit, the keep-alive pings and the limit of calls per connection are
  * grpc-js's own options (grpc-front.ts).
+ *
+ * A connection gets its HTTP/2 session (node:http2's and grpc-js's state, timers and SETTINGS)
+ * only once its first byte has come: one that never sends a byte costs the server its socket and
+ * one timer, and is destroyed without a word. `listener` is a plain (not TLS) HTTP/2 server.
+ * Returns what ends the connections still waiting for their first byte, for a shutdown (grpc-js
+ * knows only the sessions).
  */
-export function guardConnections(listener: Http2Server, limits: ConnectionLimits): void {
-  // node:http2 makes a connection's session in its own listener of "connection", which runs
-  // first; the session's socket is a proxy that cannot be destroyed, and a client that never
-  // reads would hold a socket that is only ended.
+export function guardConnections(listener: Http2Server, limits: ConnectionLimits): () => void {
+  // node:http2 makes a connection's session in its own listener of "connection" (and emits
+  // "session" from it): that listener is called here, once the first byte has come, and reads
+  // the bytes already come from the socket.
   let opening: ServerHttp2Session | undefined;
   listener.on("session", (session: ServerHttp2Session) => {
     opening = session;
@@ -48,12 +54,34 @@ export function guardConnections(listener: Http2Server, limits: ConnectionLimits
       session.close();
     });
   });
+  const makers = listener.listeners("connection") as ((socket: Socket) => void)[];
+  listener.removeAllListeners("connection");
+  const waiting = new Set<Socket>();
+  // A reset before the session takes the socket over is no one's error.
+  const ignore = () => {};
   listener.on("connection", (socket: Socket) => {
-    const session = opening;
-    opening = undefined;
+    waiting.add(socket);
+    socket.on("error", ignore);
     const silent = setTimeout(() => socket.destroy(), limits.headersTimeoutMs);
     silent.unref();
-    socket.once("close", () => clearTimeout(silent));
-    session?.once("stream", () => clearTimeout(silent));
+    socket.once("close", () => {
+      waiting.delete(socket);
+      clearTimeout(silent);
+    });
+    socket.once("readable", () => {
+      waiting.delete(socket);
+      socket.off("error", ignore);
+      // Readable with nothing to read: the client closed without a byte.
+      if (socket.destroyed || socket.readableLength === 0) return void socket.destroy();
+      for (const make of makers) make.call(listener, socket);
+      const session = opening;
+      opening = undefined;
+      // The session's socket is a proxy that cannot be destroyed, and a client that never reads
+      // would hold a socket that is only ended: the timer destroys the raw socket.
+      session?.once("stream", () => clearTimeout(silent));
+    });
   });
+  return () => {
+    for (const socket of waiting) socket.destroy();
+  };
 }

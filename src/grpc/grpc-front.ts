@@ -15,6 +15,7 @@ import { GrpcAnswers } from "./answers.js";
 import { Arrivals } from "./arrivals.js";
 import { guardConnections } from "./connection-guard.js";
 import { HealthService } from "./health-service.js";
+import { inflateMessages } from "./inflate-messages.js";
 import { PREFIX } from "./message-frames.js";
 import { modelConfig } from "./model-config.js";
 import { tolerant, Undecodable } from "./decode.js";
@@ -44,6 +45,8 @@ export class GrpcFront implements Door {
   // The paths of the calls whose requests stream (ModelStreamInfer, reflection's), as every
   // service is added.
   readonly #streaming = new Set<string>();
+  // Each listener's: ends its connections that have not sent a byte yet (grpc-js knows only sessions).
+  readonly #waiting: (() => void)[] = [];
 
   constructor(
     readonly core: ServingCore,
@@ -64,7 +67,8 @@ export class GrpcFront implements Door {
       "grpc.keepalive_timeout_ms": config.grpcKeepAliveTimeoutMs,
       // Nothing reads channelz here, and grpc-js counts every call and message for it.
       "grpc.enable_channelz": 0,
-      interceptors: [this.#answers.interceptor, this.#arrivals.interceptor],
+      // The first two are given grpc-js's own call object (the first returns it as it is).
+      interceptors: [inflateMessages(config.maxRequestSize), this.#answers.interceptor, this.#arrivals.interceptor],
     });
     const { plane } = core;
     const inference = new GrpcInference(core, config.timeoutMs, config.maxRequestSize, config.maxInflightBytes, config.tenantKey);
@@ -126,7 +130,7 @@ export class GrpcFront implements Door {
             widenWindows(listener, this.config.maxRequestSize + PREFIX);
             this.#arrivals.watch(listener);
             this.#answers.watch(listener);
-            guardConnections(listener, this.config);
+            this.#waiting.push(guardConnections(listener, this.config));
             // As on the REST port, and for each port on its own, so that a flood of one leaves the
             // other (and its health probes) reachable: net.Server closes connections past it as
             // soon as they are accepted.
@@ -150,6 +154,7 @@ export class GrpcFront implements Door {
   close(): void {
     clearInterval(this.#poll);
     this.#server.forceShutdown();
+    for (const end of this.#waiting) end();
   }
 
   /** Every worker is ready: health checks say so now rather than at the next look. */

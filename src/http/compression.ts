@@ -5,10 +5,10 @@
  * zstd where node:zlib has it). zlib runs on libuv's thread pool, off the event loop.
  */
 import * as zlib from "node:zlib";
-import { Decompress } from "fzstd";
 import { ShoalError } from "../errors.js";
 import type { Body } from "./body.js";
 import { overBudget, type Hold } from "../serving/byte-budget.js";
+import { inflatable, inflate } from "../serving/inflate.js";
 
 import { gzip, MIN_COMPRESSED_BYTES, type Compress } from "../serving/gzip.js";
 
@@ -59,40 +59,6 @@ export function compress(encoding: string, body: Uint8Array, done: (out: Buffer 
   ENCODINGS.get(encoding)!(body, (err, out) => done(err === null ? out : undefined));
 }
 
-type Inflate = (body: Uint8Array, options: { maxOutputLength: number }, done: (err: Error | null, out: Buffer) => void) => void;
-
-const INFLATE: Record<string, Inflate> = {
-  gzip: zlib.gunzip,
-  "x-gzip": zlib.gunzip,
-  deflate: zlib.inflate,
-  zstd: zstdInflate(),
-};
-
-// zstd bodies (Mosec's clients send them): node:zlib's decoder where it has one (Node.js 22.15
-// and later, Bun), else fzstd's, in JavaScript on this thread (Node.js 20), which stops as soon
-// as the output passes the limit, as zlib's does.
-function zstdInflate(): Inflate {
-  const native = (zlib as unknown as { zstdDecompress?: Inflate }).zstdDecompress;
-  if (native !== undefined) return native;
-  return (body, { maxOutputLength }, done) => {
-    const parts: Uint8Array[] = [];
-    let size = 0;
-    let result: [Error | null, Buffer];
-    try {
-      new Decompress((chunk) => {
-        size += chunk.byteLength;
-        if (size > maxOutputLength) throw Object.assign(new Error(`Cannot create a Buffer larger than ${maxOutputLength} bytes`), { code: "ERR_BUFFER_TOO_LARGE" });
-        parts.push(chunk);
-      }).push(body, true);
-      result = [null, Buffer.concat(parts, size)];
-    } catch (err) {
-      result = [err instanceof Error ? err : new Error(String(err)), Buffer.alloc(0)];
-    }
-    // Answered later, as zlib answers.
-    setImmediate(() => done(...result));
-  };
-}
-
 /**
  * A request body as sent (`encoding`: its `Content-Encoding`), inflated within `limit` bytes:
  * inflating stops as soon as it passes the limit (413), so a small body that inflates to
@@ -105,15 +71,13 @@ export function decodeBody(encoding: string | undefined, body: Body, limit: numb
     done(body);
     return;
   }
-  const inflate = INFLATE[name];
-  if (inflate === undefined) {
+  if (!inflatable(name)) {
     done(undefined, new ShoalError("UNSUPPORTED_ENCODING", `Content-Encoding '${name.slice(0, 40)}'; use gzip, deflate or zstd`));
     return;
   }
-  inflate(body.bytes, { maxOutputLength: limit }, (err, out) => {
-    if (err !== null) {
-      const over = (err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE";
-      done(undefined, over ? new ShoalError("BODY_TOO_LARGE", `the limit is ${limit} bytes, once inflated`) : new ShoalError("BAD_REQUEST", `the body is not valid ${name}: ${err.message}`));
+  inflate(name, body.bytes, limit, (out, failure) => {
+    if (out === undefined) {
+      done(undefined, failure?.tooLarge !== false ? new ShoalError("BODY_TOO_LARGE", `the limit is ${limit} bytes, once inflated`) : new ShoalError("BAD_REQUEST", `the body is not valid ${name}: ${failure.message}`));
       return;
     }
     if (!hold.take(Math.max(0, out.byteLength - body.bytes.byteLength))) {
