@@ -6,12 +6,13 @@ splits the answer (MLServer's adaptive batching), and ``load``, ``predict``, ``p
 and ``unload`` run as MLServer runs them. Answers are as MLServer gives them: the request's id
 (a new UUID when it has none), ``parameters.headers`` as response headers, CloudEvents headers."""
 
+import json
 import os
 import uuid
 from typing import Any, AsyncIterator, Dict, List, Tuple
 
 from . import v2
-from .errors import BadRequestError, NotFoundError, ServerError, ShoalError, ValidationError, to_wire
+from .errors import BadRequestError, ServerError, ShoalError, ValidationError, to_wire
 from .host import stream_policy
 
 try:
@@ -20,21 +21,35 @@ try:
     from mlserver.errors import MLServerError
     from mlserver.model import MLModel
     from mlserver.settings import ModelSettings
-    from mlserver.types import InferenceRequest, InferenceResponse
+    from mlserver.types import InferenceRequest, InferenceResponse, RequestInput
     from pydantic import ValidationError as SchemaError
 except ImportError:  # pragma: no cover - exercised where mlserver is missing
     mlserver = None
 
-# MLServerError's status codes, as codes of Shoal's error table.
-_CODES = {400: BadRequestError, 404: NotFoundError, 422: ValidationError}
-
-
 def mapped(err: BaseException) -> BaseException:
-    """An ``MLServerError`` as the ShoalError of its status (500 for any status Shoal's table has
-    not); the message is ``str(err)``, as MLServer answers it. Any other error as it is."""
+    """An ``MLServerError`` as a ShoalError with its status (the coordinator answers the row of
+    Shoal's error table with that status) and ``str(err)`` as its message, as MLServer answers
+    it. Any other error as it is."""
     if mlserver is not None and isinstance(err, MLServerError):
-        return _CODES.get(getattr(err, "status_code", 400), ServerError)(str(err))
+        return _with_status(ServerError(str(err)), getattr(err, "status_code", 400))
     return err
+
+
+def _with_status(error: ShoalError, status: int) -> ShoalError:
+    error.status = status
+    return error
+
+
+def _refused(err: "SchemaError", grpc: bool) -> ShoalError:
+    """A request MLServer's types refuse, as MLServer answers it: over REST, FastAPI's 422 with
+    pydantic's errors as its ``detail`` list, located in the body; over gRPC, where MLServer's
+    converters build each input as a ``RequestInput``, the exception's text with 500."""
+    if grpc:
+        return _with_status(ServerError(str(err)), 500)
+    error = ValidationError(str(err))
+    # What FastAPI's encoder makes of them: JSON values (an exception in `ctx` as its text).
+    error.detail = json.loads(json.dumps([{**e, "loc": ["body", *e["loc"]]} for e in err.errors(include_url=False)], default=str))
+    return error
 
 
 class MLServerModel:
@@ -72,6 +87,7 @@ class MLServerModel:
             "platform": metadata.platform or "",
             "inputs": [_tensor(t) for t in metadata.inputs or []],
             "outputs": [_tensor(t) for t in metadata.outputs or []],
+            "runtimeVersion": mlserver.__version__,
             # A model that streams by its nature; any other answers /infer_stream with predict() once, as MLServer does.
             **({"stream": stream_policy()} if self.streams else {}),
         }
@@ -156,10 +172,14 @@ class MLServerModel:
         parameters = {k: v for k, v in (header.get("parameters") or {}).items() if k != "binary_data_output"}
         # MLServer gives a model the request's headers in its parameters, in place of any sent there.
         parameters["headers"] = {k: (", ".join(v) if isinstance(v, list) else v) for k, v in (meta.get("headers") or {}).items()}
+        grpc = isinstance(item.get("payload"), dict)
         try:
+            if grpc:
+                for tensor in inputs:
+                    RequestInput.model_validate(tensor)
             request = InferenceRequest.model_validate({**header, "inputs": inputs, "parameters": parameters})
         except SchemaError as err:
-            raise ValidationError(str(err)) from err
+            raise _refused(err, grpc) from err
         if request.id is None:
             request.id = str(uuid.uuid4())
         if self.strict:
@@ -224,7 +244,11 @@ async def _one(request: Any) -> AsyncIterator[Any]:
 
 
 def _tensor(metadata: Any) -> Dict[str, Any]:
-    return {"name": metadata.name, "datatype": metadata.datatype, "shape": list(metadata.shape)}
+    tensor = {"name": metadata.name, "datatype": metadata.datatype, "shape": list(metadata.shape)}
+    if metadata.parameters is not None:
+        # As MLServer's metadata gives them: the content type that drives decoding, say.
+        tensor["parameters"] = metadata.parameters.model_dump(exclude_none=True)
+    return tensor
 
 
 def _wire(err: BaseException, code: str = "INTERNAL") -> Dict[str, Any]:

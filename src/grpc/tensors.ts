@@ -26,9 +26,10 @@ const utf8 = new TextEncoder();
  * to move (not copy) to a worker: every piece's, each held by nothing else. Raw contents stay
  * views of their message when it had its buffer to itself (that buffer moves), else are copied.
  * Throws a {@link ClientError} for raw contents that do not match the inputs and for typed
- * contents in the wrong field or out of range.
+ * contents in the wrong field or out of range. `binaryOutputs` false asks the outputs as JSON
+ * (an MLServer model's answer, which becomes typed contents).
  */
-export function requestBody(request: InferRequestMessage): { body: V2Pieces; bytes: number; transfer: ArrayBuffer[] } {
+export function requestBody(request: InferRequestMessage, binaryOutputs = true): { body: V2Pieces; bytes: number; transfer: ArrayBuffer[] } {
   const raw = request.raw_input_contents;
   if (raw.length > 0 && raw.length !== request.inputs.length) {
     throw new ClientError(`raw_input_contents holds ${raw.length} tensors for ${request.inputs.length} inputs; give one per input, in the order of inputs`);
@@ -41,9 +42,9 @@ export function requestBody(request: InferRequestMessage): { body: V2Pieces; byt
   }
   const header = {
     ...(request.id === "" ? {} : { id: request.id }),
-    parameters: { ...parameters(request.parameters), binary_data_output: true },
+    parameters: binaryOutputs ? { ...parameters(request.parameters), binary_data_output: true } : parameters(request.parameters),
     inputs: request.inputs.map((input, i) => ({ name: input.name, datatype: input.datatype, shape: input.shape.map(Number), parameters: { ...parameters(input.parameters), binary_data_size: parts[i]!.byteLength } })),
-    ...(request.outputs.length === 0 ? {} : { outputs: request.outputs.map((o) => ({ name: o.name, parameters: { ...parameters(o.parameters), binary_data: true } })) }),
+    ...(request.outputs.length === 0 ? {} : { outputs: request.outputs.map((o) => ({ name: o.name, parameters: binaryOutputs ? { ...parameters(o.parameters), binary_data: true } : parameters(o.parameters) })) }),
   };
   const json = utf8.encode(JSON.stringify(header));
   const transfer = new Set<ArrayBuffer>([json.buffer as ArrayBuffer]);

@@ -23,6 +23,8 @@ export interface ModelMetadata {
   outputs: TensorMetadata[];
   /** Set when its Worker streams. */
   stream?: StreamPolicy;
+  /** The version of the package its runtime runs on, where the runtime says (the mlserver package's). */
+  runtimeVersion?: string;
 }
 
 /** What a model version needs of the pool that serves it. */

@@ -151,6 +151,8 @@ export interface LoadedMessage {
   outputs: TensorMetadata[];
   /** Set when its Worker streams: how its streams wait for a slow client. */
   stream?: StreamPolicy;
+  /** The version of the package its runtime runs on, where the runtime says (the mlserver package's). */
+  runtimeVersion?: string;
 }
 
 /** Model host to coordinator: the instance could not load; only this model fails. */

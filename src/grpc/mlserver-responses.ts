@@ -1,0 +1,46 @@
+/**
+ * gRPC answers as MLServer gives them, for the models served from its format: outputs in typed
+ * contents unless the request sent raw contents (then raw, as Shoal's), and the response's
+ * headers (its `parameters.headers`, CloudEvents' among them) as trailing metadata.
+ */
+import { Metadata } from "@grpc/grpc-js";
+import { HEADER_LENGTH, writeBinaryData } from "../v2/binary.js";
+import { decodeInferenceResponse } from "../v2/response.js";
+import { parameterMessages, typedContents, type InferResponseMessage } from "./messages.js";
+
+/**
+ * The ModelInferResponse of a worker's V2 response body (JSON, or with binary data after
+ * `headerLength` bytes): typed contents, or raw ones when `raw` (the request's were) or for an
+ * FP16 output, which has no typed field. The coordinator reads the body here, as MLServer's
+ * answer asks; the elements it copies are bounded by the answer's size.
+ */
+export function mlserverResponse(body: Uint8Array, headerLength: string | undefined, raw: boolean): InferResponseMessage {
+  const response = decodeInferenceResponse(body, headerLength);
+  const contents: Uint8Array[] = [];
+  const outputs = response.outputs.map(({ name, datatype, shape, data, parameters }) => {
+    const typed = raw ? undefined : typedContents(datatype, data);
+    if (typed === undefined) contents.push(writeBinaryData(data));
+    return { name, datatype, shape, parameters: parameterMessages(parameters ?? {}), ...(typed === undefined ? {} : { contents: typed as InferResponseMessage["outputs"][number]["contents"] }) };
+  });
+  // Raw contents go for every output or none: an FP16 output among typed ones makes them all raw.
+  if (contents.length > 0 && contents.length < outputs.length) return mlserverResponse(body, headerLength, true);
+  return { model_name: response.model_name, model_version: response.model_version ?? "", id: response.id ?? "", parameters: parameterMessages(response.parameters ?? {}), outputs, raw_output_contents: contents };
+}
+
+// Headers of the HTTP answer that are not the response's own.
+const TRANSPORT = new Set([HEADER_LENGTH, "content-type", "content-length"]);
+
+/** A response's headers as the trailing metadata MLServer sends them in. */
+export function trailingMetadata(headers: Record<string, string> | undefined): Metadata | undefined {
+  if (headers === undefined) return undefined;
+  const metadata = new Metadata();
+  for (const name in headers) {
+    if (TRANSPORT.has(name) || name.endsWith("-bin")) continue;
+    try {
+      metadata.set(name, headers[name]!);
+    } catch {
+      // A name gRPC metadata cannot carry: the answer goes without it.
+    }
+  }
+  return metadata;
+}
