@@ -160,23 +160,23 @@ class MLServerModel:
     def _request(self, item: Dict[str, Any]) -> Tuple[Any, Dict[str, Any]]:
         meta = item.get("meta") or {}
         header, raws = v2.read_request(item.get("payload"), meta)
-        inputs = []
-        for tensor, raw in zip(header["inputs"], raws):
-            tensor = dict(tensor)
-            if raw is not None:
-                # As MLServer's gRPC takes raw contents: the elements in `data`.
-                parameters = {k: v for k, v in (tensor.get("parameters") or {}).items() if k != "binary_data_size"}
-                tensor["parameters"] = parameters or None
-                tensor["data"] = v2.unpack_raw(tensor.get("datatype"), tensor.get("shape") or [], raw, as_array=False)
-            inputs.append(tensor)
-        parameters = {k: v for k, v in (header.get("parameters") or {}).items() if k != "binary_data_output"}
-        # MLServer gives a model the request's headers in its parameters, in place of any sent there.
-        parameters["headers"] = {k: (", ".join(v) if isinstance(v, list) else v) for k, v in (meta.get("headers") or {}).items()}
         grpc = isinstance(item.get("payload"), dict)
+        inputs = []
         try:
-            if grpc:
-                for tensor in inputs:
-                    RequestInput.model_validate(tensor)
+            for tensor, raw in zip(header["inputs"], raws):
+                tensor = dict(tensor)
+                if raw is not None:
+                    # As MLServer's gRPC takes raw contents: the elements in `data`.
+                    parameters = {k: v for k, v in (tensor.get("parameters") or {}).items() if k != "binary_data_size"}
+                    tensor["parameters"] = parameters or None
+                    if grpc:
+                        # MLServer's converters build each input as a RequestInput first.
+                        RequestInput.model_validate({**tensor, "data": []})
+                    tensor["data"] = v2.unpack_raw(tensor.get("datatype"), tensor.get("shape") or [], raw, as_array=False)
+                inputs.append(tensor)
+            parameters = {k: v for k, v in (header.get("parameters") or {}).items() if k != "binary_data_output"}
+            # MLServer gives a model the request's headers in its parameters, in place of any sent there.
+            parameters["headers"] = {k: (", ".join(v) if isinstance(v, list) else v) for k, v in (meta.get("headers") or {}).items()}
             request = InferenceRequest.model_validate({**header, "inputs": inputs, "parameters": parameters})
         except SchemaError as err:
             raise _refused(err, grpc) from err

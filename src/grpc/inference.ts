@@ -274,7 +274,7 @@ export class GrpcInference {
       path = plane.inferPath(target);
       // An MLServer model's answer comes as JSON, to be typed contents unless the request was raw.
       const mlserver = plane.dialectOfTarget(target) === "mlserver" ? { raw: request.raw_input_contents.length > 0, ...(each === undefined ? {} : { each }) } : undefined;
-      const { body, bytes, transfer } = requestBody(request, mlserver === undefined);
+      const { body, bytes, transfer } = requestBody(request, mlserver !== undefined);
       const hold = held ?? admission.hold();
       if (!hold.take(Math.max(0, bytes - hold.bytes))) throw overBudget();
       // The sooner of the server's deadline and the call's, from the first byte (the call's is from now).
