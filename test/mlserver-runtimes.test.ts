@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { RAN_ONCE, fixture, post, send, type Reply, type ServerProcess } from "./helpers.js";
 import { execFileSync } from "node:child_process";
+import { gzipSync } from "node:zlib";
 import * as grpcJs from "@grpc/grpc-js";
 import { V2Client, definition, freePort, type CallError } from "./grpc-helpers.js";
 import { serveRepository } from "./model-helpers.js";
@@ -151,6 +152,29 @@ describe("MLServer runtimes on Shoal", { skip: python.skip ?? false }, () => {
     const served = await grpc.call("ServerMetadata", {});
     assert.deepEqual([served.name, served.version, served.extensions], ["mlserver", version, []]);
     assert.deepEqual((await grpc.call("ModelMetadata", { name: "sum-model", version: "v1.2.3" })).versions, ["sum-model/v1.2.3"]);
+  });
+
+  test("custom handlers: each at its rest_path while its model is loaded, called with the JSON body (gzip too), its answer JSON", async () => {
+    const summed = await post(`${url}/my-custom-endpoint`, [1, 2, 3, 4]);
+    assert.equal(summed.status, 200, summed.text);
+    assert.equal(summed.json, 10);
+    const gzipped = await post(`${url}/my-custom-endpoint`, gzipSync(JSON.stringify([1, 2, 3, 4])), { "content-encoding": "gzip", "content-type": "application/json" });
+    assert.equal(gzipped.json, 10);
+    // Shoal compresses answers from 1 KiB (MLServer from 500 bytes): MLServer's test asks 1000 letters.
+    const long = await post(`${url}/custom-endpoint-with-long-response`, 2000, { "accept-encoding": "gzip" });
+    assert.equal(long.status, 200, long.text);
+    assert.equal(long.headers.get("content-encoding"), "gzip");
+    assert.match(long.json.foo, /^[a-z]{2000}$/);
+    assert.equal((await send(`${url}/my-custom-endpoint`)).status, 405);
+    // Unloaded, its models' handlers go with them (strict-sum-model runs the same SumModel).
+    const models = ["sum-model", "strict-sum-model"];
+    try {
+      for (const model of models) assert.equal((await post(`${url}/v2/repository/models/${model}/unload`, {})).status, 200);
+      assert.equal((await post(`${url}/my-custom-endpoint`, [1])).status, 404);
+    } finally {
+      for (const model of models) assert.equal((await post(`${url}/v2/repository/models/${model}/load`, {})).status, 200);
+    }
+    assert.equal((await post(`${url}/my-custom-endpoint`, [1, 2])).json, 3);
   });
 
   test("declared inputs are documentation, unless the settings' strict_inputs turns Shoal's checks on", async () => {

@@ -6,6 +6,7 @@ splits the answer (MLServer's adaptive batching), and ``load``, ``predict``, ``p
 and ``unload`` run as MLServer runs them. Answers are as MLServer gives them: the request's id
 (a new UUID when it has none), ``parameters.headers`` as response headers, CloudEvents headers."""
 
+import inspect
 import json
 import os
 import uuid
@@ -19,6 +20,7 @@ try:
     import mlserver
     from mlserver.batching.requests import BatchedRequests
     from mlserver.errors import MLServerError
+    from mlserver.handlers.custom import get_custom_handlers
     from mlserver.model import MLModel
     from mlserver.settings import ModelSettings
     from mlserver.types import InferenceRequest, InferenceResponse, RequestInput
@@ -71,6 +73,7 @@ class MLServerModel:
         self.settings = ModelSettings.model_validate({**raw, "_source": os.path.join(message["dir"], "model-settings.json")})
         self.model: Any = None
         self.streams = False
+        self.handlers: Dict[str, Any] = {}
 
     async def load(self) -> Dict[str, Any]:
         try:
@@ -82,12 +85,16 @@ class MLServerModel:
             raise ServerError(f"{type(self.model).__name__}.load() returned False")
         self.model.ready = True
         self.streams = type(self.model).predict_stream is not MLModel.predict_stream
+        # Its custom handlers, by method name; those MLServer's REST app would route.
+        found = get_custom_handlers(self.model)
+        self.handlers = {method.__name__: method for _, method in found}
         metadata = await self.model.metadata()
         return {
             "platform": metadata.platform or "",
             "inputs": [_tensor(t) for t in metadata.inputs or []],
             "outputs": [_tensor(t) for t in metadata.outputs or []],
             "runtimeVersion": mlserver.__version__,
+            "handlers": [{"path": h.rest_path, "method": h.rest_method.upper(), "name": m.__name__} for h, m in found],
             # A model that streams by its nature; any other answers /infer_stream with predict() once, as MLServer does.
             **({"stream": stream_policy()} if self.streams else {}),
         }
@@ -103,6 +110,10 @@ class MLServerModel:
         results: List[Any] = [None] * len(items)
         requests: Dict[int, Tuple[Any, Dict[str, Any]]] = {}
         for i, item in enumerate(items):
+            handler = ((item.get("meta") or {}).get("v2") or {}).get("handler")
+            if handler is not None:
+                results[i] = await self._custom(handler, item.get("payload"))
+                continue
             try:
                 requests[i] = self._request(item)
             except Exception as err:
@@ -117,6 +128,26 @@ class MLServerModel:
             for i, answer in (await self._predict(requests)).items():
                 results[i] = answer
         return results, streams
+
+    # A custom handler's call, as FastAPI makes it of a JSON body: a handler of one parameter takes
+    # the whole body, one of several takes the body's fields by name; its answer is JSON.
+    async def _custom(self, name: str, payload: Any) -> Dict[str, Any]:
+        try:
+            body = json.loads(bytes(v2.as_bytes(payload)) or b"null")
+        except ValueError as err:
+            return {"ok": False, "error": _wire(BadRequestError(f"the body is not JSON: {err}"))}
+        try:
+            method = self.handlers[name]
+            parameters = list(inspect.signature(method).parameters)
+            if len(parameters) == 1:
+                value = await method(body)
+            elif isinstance(body, dict):
+                value = await method(**{k: body[k] for k in parameters if k in body})
+            else:
+                raise ValidationError(f"{name}() takes {', '.join(parameters)}: send a JSON object of them")
+            return {"ok": True, "value": json.dumps(value, default=_jsonable).encode(), "contentType": "application/json"}
+        except BaseException as err:
+            return {"ok": False, "error": _wire(mapped(err))}
 
     # The responses of predict_stream() as one: each output's elements joined along the first axis.
     async def _gathered(self, request: Any, header: Dict[str, Any]) -> Dict[str, Any]:
@@ -249,6 +280,15 @@ def _tensor(metadata: Any) -> Dict[str, Any]:
         # As MLServer's metadata gives them: the content type that drives decoding, say.
         tensor["parameters"] = metadata.parameters.model_dump(exclude_none=True)
     return tensor
+
+
+def _jsonable(value: Any) -> Any:
+    # What FastAPI's encoder makes of a handler's answer: pydantic models and numpy values as JSON.
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"a {type(value).__name__} is not JSON")
 
 
 def _wire(err: BaseException, code: str = "INTERNAL") -> Dict[str, Any]:

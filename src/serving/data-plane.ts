@@ -5,6 +5,7 @@ import type { ModelVersion } from "../models/model-version.js";
 import type { Step } from "../scheduling/task.js";
 import type { TensorMetadata } from "../v2/types.js";
 import type { V2Identity } from "../worker.js";
+import type { CustomHandler } from "../workers/messages.js";
 import type { AccessPolicy, Refusal } from "./access-policy.js";
 import { shuttingDown, type Admission } from "./admission.js";
 import { RouteModel } from "./route-model.js";
@@ -107,6 +108,19 @@ export class V2DataPlane {
   modelNotReady(target: V2Target): string | undefined {
     if (target instanceof RouteModel) return target.notReady();
     return target.ready ? undefined : `model ${target.label} is not ready: ${target.reason}`;
+  }
+
+  /**
+   * The MLServer model whose custom handler (`@custom_handler(rest_path=...)`) answers `path`,
+   * with its handlers there by method: the first ready model that declares the path (MLServer
+   * too serves one handler per path and method), or undefined when no loaded model does.
+   */
+  customHandler(path: string): { target: ModelVersion; handlers: CustomHandler[] } | undefined {
+    for (const model of this.catalog?.pool.versions() ?? []) {
+      const handlers = model.ready ? model.metadata?.handlers?.filter((h) => h.path === path) : undefined;
+      if (handlers !== undefined && handlers.length > 0) return { target: model, handlers };
+    }
+    return undefined;
   }
 
   /** Model metadata, as its workers reported it when they last loaded it; 503 before it has loaded. */

@@ -153,6 +153,15 @@ export interface LoadedMessage {
   stream?: StreamPolicy;
   /** The version of the package its runtime runs on, where the runtime says (the mlserver package's). */
   runtimeVersion?: string;
+  /** An MLServer model's custom handlers (`@custom_handler`): the REST path and method of each, and its method's name. */
+  handlers?: CustomHandler[];
+}
+
+/** A custom handler of an MLServer model: its REST path and method (upper case), and its method's name. */
+export interface CustomHandler {
+  path: string;
+  method: string;
+  name: string;
 }
 
 /** Model host to coordinator: the instance could not load; only this model fails. */
