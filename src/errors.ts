@@ -44,9 +44,9 @@ export const ERRORS = {
   ENCODING: { status: 500, prefix: "encoding error", grpc: "INTERNAL" },
   INTERNAL: { status: 500, prefix: "inference internal error", grpc: "INTERNAL" },
   WORKER_DIED: { status: 500, prefix: "worker died", grpc: "INTERNAL" },
-  SLOW_CLIENT: { status: 503, prefix: "stream backlog full", grpc: "UNAVAILABLE" },
   SHUTTING_DOWN: { status: 503, prefix: "service unavailable", grpc: "UNAVAILABLE" },
   NOT_READY: { status: 503, prefix: "service unavailable", grpc: "UNAVAILABLE" },
+  SLOW_CLIENT: { status: 503, prefix: "stream backlog full", grpc: "UNAVAILABLE" },
 } as const satisfies Record<string, ErrorKind>;
 
 /** The code of a row of {@link ERRORS}. */

@@ -56,11 +56,15 @@ export function mlserverVersion(mlserver: Record<string, unknown>): string {
 
 /**
  * The fields of MLServer's server settings that Shoal acts on: the Python workers
- * (`parallel_workers`) and what `GET /v2` says of an MLServer repository (`server_name`,
- * `server_version`, `extensions`).
+ * (`parallel_workers`), the ports and address `shoal serve` takes when no flag gives them
+ * (`http_port`, `grpc_port`, `host`), and what `GET /v2` says of an MLServer repository
+ * (`server_name`, `server_version`, `extensions`).
  */
 export interface MLServerServerSettings {
   parallel_workers?: number;
+  http_port?: number;
+  grpc_port?: number;
+  host?: string;
   server_name?: string;
   server_version?: string;
   extensions?: string[];
@@ -70,14 +74,21 @@ export interface MLServerServerSettings {
 // a list as JSON), for a field the file does not set: MLServer's files win over the environment.
 const SERVER_FIELDS = {
   parallel_workers: (text: string) => Number(text),
+  http_port: (text: string) => Number(text),
+  grpc_port: (text: string) => Number(text),
+  host: (text: string) => text,
   server_name: (text: string) => text,
   server_version: (text: string) => text,
   extensions: (text: string) => JSON.parse(text) as unknown,
 } as const;
 
 const WORKERS = "a whole number of workers";
+const PORT = "a TCP port";
 const serverSchema = z.object({
   parallel_workers: z.number(WORKERS).int(WORKERS).min(0, WORKERS).nullish(),
+  http_port: z.number(PORT).int(PORT).min(0, PORT).max(65535, PORT).nullish(),
+  grpc_port: z.number(PORT).int(PORT).min(0, PORT).max(65535, PORT).nullish(),
+  host: z.string().nullish(),
   server_name: z.string().nullish(),
   server_version: z.string().nullish(),
   extensions: z.array(z.string()).nullish(),
