@@ -9,7 +9,7 @@ import type { CustomHandler } from "../workers/messages.js";
 import type { AccessPolicy, Refusal } from "./access-policy.js";
 import { shuttingDown, type Admission } from "./admission.js";
 import { RouteModel } from "./route-model.js";
-import { isMLServerModel, mlserverNotFound, mlserverMetadata, mlserverVersions } from "./mlserver-answers.js";
+import { MLSERVER_RUNTIME, isMLServerModel, mlserverNotFound, mlserverMetadata, mlserverVersions } from "./mlserver-answers.js";
 
 /** The protocol extensions this server speaks (`GET /v2`, gRPC's ServerMetadata). */
 export const EXTENSIONS = ["binary_tensor_data", "model_repository", "model_configuration", "statistics"] as const;
@@ -89,7 +89,8 @@ export class V2DataPlane {
 
   /** The words of errors for a request that found `target`. */
   dialectOfTarget(target: V2Target): ErrorDialect {
-    return target instanceof RouteModel || !isMLServerModel(target) ? "shoal" : "mlserver";
+    // Asked of every request: the runtime compared here, with no call.
+    return target instanceof RouteModel || target.spec.runtime !== MLSERVER_RUNTIME ? "shoal" : "mlserver";
   }
 
   /**

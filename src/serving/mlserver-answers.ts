@@ -7,9 +7,12 @@
 import type { ModelVersion } from "../models/model-version.js";
 import { mlserverServerSettings, type MLServerServerSettings } from "../models/mlserver-settings.js";
 
+/** The runtime of the models served from MLServer's format. */
+export const MLSERVER_RUNTIME = "mlserver";
+
 /** Whether a model version is served from MLServer's format. */
 export function isMLServerModel(model: ModelVersion): boolean {
-  return model.spec.runtime === "mlserver";
+  return model.spec.runtime === MLSERVER_RUNTIME;
 }
 
 /** MLServer's 404 text (its `ModelNotFound`): with the version when the request named one. */
