@@ -23,11 +23,12 @@ const PROMPT = { inputs: [{ name: "prompt", shape: [1], datatype: "BYTES", data:
 const WORDS = ["What", " is", " the", " capital", " of", " France?"];
 const GRPC_SUM = { model_name: "sum-model", model_version: "v1.2.3", inputs: [{ name: "input-0", datatype: "INT32", shape: [1, 3], contents: { int_contents: [1, 2, 3] }, parameters: { content_type: { string_param: "np" } } }] };
 
+const MLSERVER_ERROR = "mlserver.errors.MLServerError";
 const DATATYPE_ERROR = "Input should be 'BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64', 'FP16', 'FP32', 'FP64' or 'BYTES'";
 
 // MLServer's ModelStreamInfer answers bare ModelInferResponse messages (its own proto): a client
 // made of the method's path, with ModelInfer's message types.
-function mlserverStream(port: number, request: object): Promise<{ responses: any[]; error?: CallError }> {
+function mlserverStream(port: number, request: object): Promise<{ responses: any[]; error?: CallError; trailers: grpcJs.Metadata }> {
   const infer = (definition["inference.GRPCInferenceService"] as any).ModelInfer;
   const Client = grpcJs.makeGenericClientConstructor({ ModelStreamInfer: { ...infer, path: "/inference.GRPCInferenceService/ModelStreamInfer", requestStream: true, responseStream: true } }, "Stream");
   const client = new Client(`127.0.0.1:${port}`, grpcJs.credentials.createInsecure()) as any;
@@ -35,8 +36,12 @@ function mlserverStream(port: number, request: object): Promise<{ responses: any
   const responses: any[] = [];
   return new Promise((resolve) => {
     call.on("data", (r: any) => responses.push(r));
-    call.on("error", (error: CallError) => (client.close(), resolve({ responses, error })));
-    call.on("end", () => (client.close(), resolve({ responses })));
+    call.on("error", () => {});
+    call.on("status", (status: grpcJs.StatusObject) => {
+      client.close();
+      const error = status.code === grpcJs.status.OK ? {} : { error: { code: status.code, details: status.details, metadata: status.metadata } };
+      resolve({ responses, trailers: status.metadata, ...error });
+    });
     call.write(request);
     call.end();
   });
@@ -79,6 +84,8 @@ describe("MLServer runtimes on Shoal", { skip: python.skip ?? false }, () => {
       assert.deepEqual(reply.json.outputs[0], { name: "total", shape: [1, 1], datatype: "INT64", parameters: { content_type: "np" }, data: [6] });
       assert.equal(reply.json.model_name, "sum-model");
       assert.equal(reply.json.model_version, "v1.2.3");
+      // Its headers moved to the answer's, the parameters stay, empty.
+      assert.deepEqual(reply.json.parameters, {});
       // A request without an id gets a new one, in the answer and its CloudEvents headers.
       assert.match(reply.json.id, /^[0-9a-f-]{36}$/);
       assert.equal(reply.headers.get("ce-id"), reply.json.id);
@@ -113,6 +120,8 @@ describe("MLServer runtimes on Shoal", { skip: python.skip ?? false }, () => {
       assert.equal(reply.status, 200, reply.text);
       assert.match(reply.headers.get("content-type") ?? "", /^text\/event-stream/);
       assert.deepEqual(events(reply).map((e) => e.outputs[0].data[0]), WORDS);
+      // MLServer's events keep the response's headers in their parameters.
+      assert.equal(events(reply)[0].parameters.headers["Ce-Specversion"], "0.3");
     }
     // A model that does not stream answers a stream with predict() once.
     assert.deepEqual(events(await post(`${url}/v2/models/sum-model/infer_stream`, SUM_REQUEST)).map((e) => e.outputs[0].data), [[6]]);
@@ -126,13 +135,13 @@ describe("MLServer runtimes on Shoal", { skip: python.skip ?? false }, () => {
     }
     assert.equal((await post(`${url}/v2/models/sum-model/versions/v0/infer`, SUM_REQUEST)).json.error, "Model sum-model with version v0 not found");
     assert.equal((await send(`${url}/v2/models/my-model`)).json.error, "Model my-model not found");
+    // A runtime's error is worded as MLServer's inference pool words it, with its status.
     const failed = await post(`${url}/v2/models/error-model/infer`, SUM_REQUEST);
     assert.equal(failed.status, 400);
-    assert.deepEqual(failed.json, { error: "something really bad happened" });
-    // A status the runtime chose is answered as it is.
+    assert.deepEqual(failed.json, { error: `${MLSERVER_ERROR}: something really bad happened` });
     const unprocessable = await post(`${url}/v2/models/unprocessable-model/infer`, SUM_REQUEST);
     assert.equal(unprocessable.status, 422);
-    assert.deepEqual(unprocessable.json, { error: "something really bad happened" });
+    assert.deepEqual(unprocessable.json, { error: `${MLSERVER_ERROR}: something really bad happened` });
     const badType = await post(`${url}/v2/models/sum-model/infer`, { inputs: [{ ...SUM_REQUEST.inputs[0], datatype: "INT322" }] });
     assert.equal(badType.status, 422);
     assert.equal(badType.json.error, undefined);
@@ -204,10 +213,10 @@ describe("MLServer runtimes on Shoal", { skip: python.skip ?? false }, () => {
       ["text-stream-model", "v1.2.3", "READY"],
       ["unprocessable-model", undefined, "READY"],
     ]);
-    assert.equal(index.find((e) => e.name === "load-error-model")!.reason, "something really bad happened");
+    assert.equal(index.find((e) => e.name === "load-error-model")!.reason, `${MLSERVER_ERROR}: something really bad happened`);
     const load = await post(`${url}/v2/repository/models/load-error-model/load`, {});
     assert.equal(load.status, 400);
-    assert.deepEqual(load.json, { error: "something really bad happened" });
+    assert.deepEqual(load.json, { error: `${MLSERVER_ERROR}: something really bad happened` });
     assert.equal((await post(`${url}/v2/repository/models/my-model/load`, {})).status, 404);
     assert.equal((await post(`${url}/v2/repository/models/text-model/unload`, {})).status, 200);
     assert.equal((await send(`${url}/v2/models/text-model`)).status, 404);
@@ -253,8 +262,8 @@ describe("MLServer runtimes on Shoal", { skip: python.skip ?? false }, () => {
   test("gRPC errors as MLServer's: its codes (a 422 is FAILED_PRECONDITION) and its message alone", async () => {
     const cases: [object, number, string | RegExp][] = [
       [{ ...GRPC_SUM, model_name: "my-model" }, grpcJs.status.NOT_FOUND, "Model my-model with version v1.2.3 not found"],
-      [{ ...GRPC_SUM, model_name: "error-model", model_version: "" }, grpcJs.status.INVALID_ARGUMENT, "something really bad happened"],
-      [{ ...GRPC_SUM, model_name: "unprocessable-model", model_version: "" }, grpcJs.status.FAILED_PRECONDITION, "something really bad happened"],
+      [{ ...GRPC_SUM, model_name: "error-model", model_version: "" }, grpcJs.status.INVALID_ARGUMENT, `${MLSERVER_ERROR}: something really bad happened`],
+      [{ ...GRPC_SUM, model_name: "unprocessable-model", model_version: "" }, grpcJs.status.FAILED_PRECONDITION, `${MLSERVER_ERROR}: something really bad happened`],
       // MLServer's converters build each input as a RequestInput, and the error is pydantic's text.
       [{ ...GRPC_SUM, inputs: [{ ...GRPC_SUM.inputs[0], datatype: "INT322" }] }, grpcJs.status.INTERNAL, new RegExp(`^1 validation error for RequestInput\ndatatype\n  ${DATATYPE_ERROR.replace(/[()]/g, "\\$&")} \\[type=enum, input_value='INT322', input_type=str\\]`)],
     ];
@@ -271,9 +280,13 @@ describe("MLServer runtimes on Shoal", { skip: python.skip ?? false }, () => {
   test("gRPC ModelStreamInfer: a streaming model's responses one by one, each a ModelInferResponse, as MLServer's", async () => {
     const prompt = { model_name: "text-stream-model", inputs: [{ name: "prompt", datatype: "BYTES", shape: [1], contents: { bytes_contents: [Buffer.from("What is the capital of France?")] } }] };
     for (const model_version of ["v1.2.3", ""]) {
-      const { responses, error } = await mlserverStream(port, { ...prompt, model_version });
+      const { responses, error, trailers } = await mlserverStream(port, { ...prompt, model_version });
       assert.equal(error, undefined, error?.details);
       assert.deepEqual(responses.map((r) => Buffer.from(r.outputs[0].contents.bytes_contents[0]).toString()), WORDS);
+      // As MLServer's: no id given, none made; the last response's headers as trailing metadata.
+      assert.deepEqual(new Set(responses.map((r) => r.id)), new Set([""]));
+      assert.deepEqual(trailers.get("ce-specversion"), ["0.3"]);
+      assert.deepEqual(trailers.get("ce-modelid"), ["text-stream-model"]);
     }
     const unknown = await mlserverStream(port, { ...prompt, model_name: "my-model", model_version: "v1.2.3" });
     assert.deepEqual([unknown.error?.code, unknown.error?.details], [grpcJs.status.NOT_FOUND, "Model my-model with version v1.2.3 not found"]);

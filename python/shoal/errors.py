@@ -66,3 +66,8 @@ def to_wire(err: BaseException, code: str = "INTERNAL") -> dict:
 
     stack = "".join(traceback.format_exception(type(err), err, err.__traceback__))
     return {"code": code, "message": "", "stack": stack}
+
+
+def named(err: BaseException) -> str:
+    """An exception's text with its class, as MLServer's inference pool words one: ``builtins.Exception: bar``."""
+    return f"{type(err).__module__}.{type(err).__name__}: {err}"

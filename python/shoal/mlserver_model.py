@@ -10,10 +10,10 @@ import inspect
 import json
 import os
 import uuid
-from typing import Any, AsyncIterator, Dict, List, Tuple
+from typing import Any, AsyncIterator, Dict, List, Optional, Tuple
 
 from . import v2
-from .errors import BadRequestError, ServerError, ShoalError, ValidationError, to_wire
+from .errors import BadRequestError, ServerError, ShoalError, ValidationError, named, to_wire
 from .host import stream_policy
 
 try:
@@ -23,17 +23,18 @@ try:
     from mlserver.handlers.custom import get_custom_handlers
     from mlserver.model import MLModel
     from mlserver.settings import ModelSettings
-    from mlserver.types import InferenceRequest, InferenceResponse, RequestInput
+    from mlserver.types import InferenceRequest, InferenceResponse, Parameters, RequestInput
     from pydantic import ValidationError as SchemaError
 except ImportError:  # pragma: no cover - exercised where mlserver is missing
     mlserver = None
 
 def mapped(err: BaseException) -> BaseException:
-    """An ``MLServerError`` as a ShoalError with its status (the coordinator answers the row of
-    Shoal's error table with that status) and ``str(err)`` as its message, as MLServer answers
-    it. Any other error as it is."""
+    """An ``MLServerError`` from the runtime as MLServer's inference pool answers it (its
+    ``WorkerError``): its status (the coordinator answers the row of Shoal's error table with that
+    status) and the text ``module.Class: message``. Any other error as it is (``_wire`` words it
+    the same way, with 500)."""
     if mlserver is not None and isinstance(err, MLServerError):
-        return _with_status(ServerError(str(err)), getattr(err, "status_code", 400))
+        return _with_status(ServerError(named(err)), getattr(err, "status_code", 400))
     return err
 
 
@@ -94,6 +95,8 @@ class MLServerModel:
             "inputs": [_tensor(t) for t in metadata.inputs or []],
             "outputs": [_tensor(t) for t in metadata.outputs or []],
             "runtimeVersion": mlserver.__version__,
+            # What MLServer answers for the model's metadata: its metadata() as it is.
+            "answer": metadata.model_dump(mode="json", exclude_none=True),
             "handlers": [{"path": h.rest_path, "method": h.rest_method.upper(), "name": m.__name__} for h, m in found],
             # A model that streams by its nature; any other answers /infer_stream with predict() once, as MLServer does.
             **({"stream": stream_policy()} if self.streams else {}),
@@ -118,7 +121,7 @@ class MLServerModel:
                 requests[i] = self._request(item)
             except Exception as err:
                 results[i] = {"ok": False, "error": _wire(err)}
-        streams = {i: self._stream(*requests.pop(i)) for i in list(requests) if items[i].get("stream")}
+        streams = {i: self._stream(*requests.pop(i), isinstance(items[i].get("payload"), dict)) for i in list(requests) if items[i].get("stream")}
         for i in streams:
             results[i] = {"ok": True, "value": None}
         if requests and self.streams:
@@ -180,10 +183,10 @@ class MLServerModel:
             return {i: {"ok": False, "error": error} for i in requests}
         return {i: self._answer(responses[i], *requests[i]) for i in requests}
 
-    async def _stream(self, request: Any, header: Dict[str, Any]) -> AsyncIterator[bytes]:
+    async def _stream(self, request: Any, header: Dict[str, Any], grpc: bool) -> AsyncIterator[bytes]:
         try:
             async for response in self.model.predict_stream(_one(request)):
-                body, _headers = self._encode(response, request, header)
+                body, _headers = self._encode(response, request, header, "grpc" if grpc else "sse")
                 yield body
         except BaseException as err:
             raise mapped(err) from err
@@ -211,7 +214,8 @@ class MLServerModel:
             request = InferenceRequest.model_validate({**header, "inputs": inputs, "parameters": parameters})
         except SchemaError as err:
             raise _refused(err, grpc) from err
-        if request.id is None:
+        # MLServer gives a request without an id a new one, but for a gRPC stream's.
+        if request.id is None and not (grpc and item.get("stream")):
             request.id = str(uuid.uuid4())
         if self.strict:
             self._check(request)
@@ -239,34 +243,45 @@ class MLServerModel:
             answer["headers"] = headers
         return answer
 
-    # The response as MLServer's data plane sends it: the request's id, the model's name and
-    # version, `parameters.headers` moved to the response's headers, with CloudEvents' beside them.
-    def _encode(self, response: Any, request: Any, header: Dict[str, Any]) -> Tuple[bytes, Dict[str, str]]:
+    # The response as MLServer's data plane sends it: the request's id in place of the model's,
+    # the name and version the model gave, `parameters.headers` moved to the response's headers,
+    # with CloudEvents' beside them.
+    def _encode(self, response: Any, request: Any, header: Dict[str, Any], event: Optional[str] = None) -> Tuple[bytes, Dict[str, str]]:
+        """The response's bytes and headers. A stream's ``event`` has no headers of its own and
+        keeps them in its ``parameters``: those of REST (``"sse"``) as MLServer's Server-Sent
+        Events do, those of gRPC (``"grpc"``) for the coordinator to send the last one's as the
+        call's trailing metadata, as MLServer does."""
         if not isinstance(response, InferenceResponse):
             raise ShoalError(f"predict() returned a {type(response).__name__}, not an InferenceResponse")
         response.id = request.id
         response.model_name = response.model_name or self.name
-        if response.model_version is None and self.version is not None:
-            response.model_version = self.version
-        headers = {
-            "ce-specversion": "0.3",
-            "ce-source": "io.seldon.serving.deployment.mlserver",
-            "ce-type": "io.seldon.serving.inference.response",
-            "ce-modelid": self.name,
-            "ce-inferenceservicename": "mlserver",
-            "ce-endpoint": self.name,
-            "ce-id": request.id,
-            "ce-requestid": request.id,
-        }
-        if response.parameters is not None and response.parameters.headers:
-            headers.update({str(k).lower(): str(v) for k, v in response.parameters.headers.items()})
-            response.parameters.headers = None
+        own = response.parameters.headers if response.parameters is not None else None
+        headers = {**self._cloud_events(request.id), **{str(k): str(v) for k, v in (own or {}).items()}}
+        if response.parameters is None:
+            response.parameters = Parameters()
+        response.parameters.headers = headers if event is not None else None
         plain = response.model_dump(exclude_none=True)
-        if plain.get("parameters") == {}:
-            del plain["parameters"]
+        # MLServer's answers keep their parameters, empty once the headers are out of them, before the outputs.
+        outputs = plain.pop("outputs")
+        plain.setdefault("parameters", {})
+        plain["outputs"] = outputs
         body, binary = v2.write_response(plain, header)
-        headers.update(binary)
-        return body, headers
+        return body, {} if event is not None else {**{k.lower(): v for k, v in headers.items()}, **binary}
+
+    def _cloud_events(self, request_id: Optional[str]) -> Dict[str, str]:
+        # The CloudEvents headers MLServer's data plane gives each response, in its spelling
+        # (without the ids of a response that has none).
+        headers = {
+            "Ce-Specversion": "0.3",
+            "Ce-Source": "io.seldon.serving.deployment.mlserver",
+            "Ce-Type": "io.seldon.serving.inference.response",
+            "Ce-Modelid": self.name,
+            "Ce-Inferenceservicename": "mlserver",
+            "Ce-Endpoint": self.name,
+        }
+        if request_id is not None:
+            headers["Ce-Id"] = headers["Ce-Requestid"] = request_id
+        return headers
 
 
 async def _one(request: Any) -> AsyncIterator[Any]:
@@ -294,6 +309,5 @@ def _jsonable(value: Any) -> Any:
 def _wire(err: BaseException, code: str = "INTERNAL") -> Dict[str, Any]:
     error = to_wire(err, code)
     if not error["message"] and not isinstance(err, ShoalError):
-        # MLServer names the class of an error it did not expect: `builtins.Exception: bar`.
-        error["message"] = f"{type(err).__module__}.{type(err).__name__}: {err}"
+        error["message"] = named(err)
     return error

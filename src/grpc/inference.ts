@@ -41,6 +41,8 @@ class GrpcAnswer implements Entrant {
   task!: Task;
   /** Its span, when tracing is on and samples it. */
   traced: RequestTrace | undefined;
+  /** The headers of the last response of an MLServer model's stream. */
+  #headers: Record<string, string> | undefined;
 
   constructor(
     readonly core: ServingCore,
@@ -55,7 +57,7 @@ class GrpcAnswer implements Entrant {
   send(body: Uint8Array, _contentType: string, headers?: Record<string, string>): void {
     let response: InferResponseMessage;
     try {
-      response = this.mlserver === undefined ? responseMessage(body, headers?.[HEADER_LENGTH]) : mlserverResponse(body, headers?.[HEADER_LENGTH], this.mlserver.raw);
+      response = this.mlserver === undefined ? responseMessage(body, headers?.[HEADER_LENGTH]) : mlserverResponse(body, headers?.[HEADER_LENGTH], this.mlserver.raw).response;
     } catch (err) {
       this.fail(err instanceof ShoalError ? err : new ShoalError("ENCODING", "the response could not be read"));
       return;
@@ -64,7 +66,7 @@ class GrpcAnswer implements Entrant {
     if (each === undefined) this.deliver(undefined, response, this.mlserver === undefined ? undefined : trailingMetadata(headers));
     else {
       each(response);
-      this.deliver(undefined);
+      this.deliver(undefined, undefined, trailingMetadata(headers));
     }
     this.#answered(200);
   }
@@ -86,15 +88,18 @@ class GrpcAnswer implements Entrant {
     const each = this.mlserver?.each;
     if (each === undefined) return;
     try {
-      each(mlserverResponse(body, undefined, this.mlserver!.raw));
+      const { response, headers } = mlserverResponse(body, undefined, this.mlserver!.raw);
+      this.#headers = headers;
+      each(response);
     } catch (err) {
       this.task.fail(err instanceof ShoalError ? err : new ShoalError("ENCODING", "the response could not be read"));
     }
   }
 
+  // The last response's headers go as the call's trailing metadata, as MLServer sends them.
   end(): void {
     if (this.mlserver?.each === undefined) return;
-    this.deliver(undefined);
+    this.deliver(undefined, undefined, trailingMetadata(this.#headers));
     this.#answered(200);
   }
 
@@ -174,8 +179,10 @@ export class GrpcInference {
     // Answers' bytes written and not yet taken by the connection, and what resets the stream.
     let unread = 0;
     let reset: (() => void) | undefined;
+    // The trailing metadata of an MLServer model's last answer, when it has one.
+    let trailers: Metadata | undefined;
     const finish = () => {
-      if (ended && pending.size === 0 && !call.cancelled) call.end();
+      if (ended && pending.size === 0 && !call.cancelled) call.end(trailers);
     };
     // Reads on while few requests are under way and the client takes its answers.
     const flow = () => {
@@ -227,8 +234,9 @@ export class GrpcInference {
       const arrival = arrivalOf(request);
       if (arrival !== undefined) reset = () => arrival.reset();
       let task: Task | undefined;
-      const deliver: Deliver = (error, response, _trailer, dialect) => {
+      const deliver: Deliver = (error, response, trailer, dialect) => {
         if (task !== undefined) pending.delete(task);
+        if (trailer !== undefined) trailers = trailer;
         // MLServer ends its stream with the error's status.
         if (error !== undefined && dialect === "mlserver") {
           call.emit("error", grpcError(error, requestId, dialect));

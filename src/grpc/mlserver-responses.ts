@@ -11,20 +11,25 @@ import { parameterMessages, typedContents, type InferResponseMessage } from "./m
 /**
  * The ModelInferResponse of a worker's V2 response body (JSON, or with binary data after
  * `headerLength` bytes): typed contents, or raw ones when `raw` (the request's were) or for an
- * FP16 output, which has no typed field. The coordinator reads the body here, as MLServer's
- * answer asks; the elements it copies are bounded by the answer's size.
+ * FP16 output, which has no typed field; and the headers a stream's response holds in its
+ * `parameters.headers` (a gRPC call sends the last one's as its trailing metadata). The
+ * coordinator reads the body here, as MLServer's answer asks; the elements it copies are bounded
+ * by the answer's size.
  */
-export function mlserverResponse(body: Uint8Array, headerLength: string | undefined, raw: boolean): InferResponseMessage {
-  const response = decodeInferenceResponse(body, headerLength);
+export function mlserverResponse(body: Uint8Array, headerLength: string | undefined, raw: boolean): { response: InferResponseMessage; headers: Record<string, string> | undefined } {
+  const decoded = decodeInferenceResponse(body, headerLength);
   const contents: Uint8Array[] = [];
-  const outputs = response.outputs.map(({ name, datatype, shape, data, parameters }) => {
+  const outputs = decoded.outputs.map(({ name, datatype, shape, data, parameters }) => {
     const typed = raw ? undefined : typedContents(datatype, data);
     if (typed === undefined) contents.push(writeBinaryData(data));
-    return { name, datatype, shape, parameters: parameterMessages(parameters ?? {}), ...(typed === undefined ? {} : { contents: typed as InferResponseMessage["outputs"][number]["contents"] }) };
+    // MLServer's raw answer has each output's contents empty, not absent.
+    return { name, datatype, shape, parameters: parameterMessages(parameters ?? {}), contents: (typed ?? {}) as InferResponseMessage["outputs"][number]["contents"] };
   });
   // Raw contents go for every output or none: an FP16 output among typed ones makes them all raw.
   if (contents.length > 0 && contents.length < outputs.length) return mlserverResponse(body, headerLength, true);
-  return { model_name: response.model_name, model_version: response.model_version ?? "", id: response.id ?? "", parameters: parameterMessages(response.parameters ?? {}), outputs, raw_output_contents: contents };
+  const { headers, ...parameters } = decoded.parameters ?? {};
+  const response = { model_name: decoded.model_name, model_version: decoded.model_version ?? "", id: decoded.id ?? "", parameters: parameterMessages(parameters), outputs, raw_output_contents: contents };
+  return { response, headers: typeof headers === "object" && headers !== null ? (headers as Record<string, string>) : undefined };
 }
 
 // Headers of the HTTP answer that are not the response's own.

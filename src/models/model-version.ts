@@ -28,6 +28,8 @@ export interface ModelMetadata {
   runtimeVersion?: string;
   /** An MLServer model's custom handlers (`@custom_handler`): the REST path and method of each, and its method's name. */
   handlers?: CustomHandler[];
+  /** The model's metadata as its runtime gives it, answered as it is: an MLServer model's `metadata()` (its settings' free-form `versions`, `parameters`). */
+  answer?: Record<string, unknown>;
 }
 
 /** What a model version needs of the pool that serves it. */

@@ -9,7 +9,7 @@ import type { CustomHandler } from "../workers/messages.js";
 import type { AccessPolicy, Refusal } from "./access-policy.js";
 import { shuttingDown, type Admission } from "./admission.js";
 import { RouteModel } from "./route-model.js";
-import { MLSERVER_RUNTIME, isMLServerModel, mlserverNotFound, mlserverMetadata, mlserverVersions } from "./mlserver-answers.js";
+import { MLSERVER_RUNTIME, isMLServerModel, mlserverNotFound, mlserverMetadata } from "./mlserver-answers.js";
 
 /** The protocol extensions this server speaks (`GET /v2`, gRPC's ServerMetadata). */
 export const EXTENSIONS = ["binary_tensor_data", "model_repository", "model_configuration", "statistics"] as const;
@@ -129,8 +129,9 @@ export class V2DataPlane {
     if (target instanceof RouteModel) return target.metadata();
     const metadata = target.metadata;
     if (metadata === undefined) throw new ShoalError("NOT_READY", `model ${target.label} has not loaded yet: ${target.reason}`);
-    // MLServer's metadata repeats the settings' free-form `versions`; Shoal's lists those loaded.
-    const versions = isMLServerModel(target) ? mlserverVersions(target) : this.catalog!.pool.versions().filter((m) => m.spec.name === target.spec.name && m.spec.version !== "" && m.state !== "unloaded").map((m) => m.spec.version);
+    // An MLServer model's metadata is its own (its settings' free-form `versions`); Shoal's lists the versions loaded.
+    if (metadata.answer !== undefined) return metadata.answer as unknown as ModelMetadata;
+    const versions = this.catalog!.pool.versions().filter((m) => m.spec.name === target.spec.name && m.spec.version !== "" && m.state !== "unloaded").map((m) => m.spec.version);
     return { name: target.spec.name, versions, platform: metadata.platform, inputs: metadata.inputs, outputs: metadata.outputs };
   }
 

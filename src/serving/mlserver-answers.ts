@@ -1,8 +1,8 @@
 /**
  * What the V2 data plane answers for models served from MLServer's format (an `implementation`
  * naming an `MLModel` subclass) where MLServer answers otherwise than Shoal: its words for a
- * model it cannot find, the settings' `versions` in a model's metadata, and its server metadata
- * for a repository of its models alone (docs/python.md).
+ * model it cannot find, and its server metadata for a repository of its models alone
+ * (docs/python.md); a model's metadata is the model's own `metadata()`, which its worker reports.
  */
 import type { ModelVersion } from "../models/model-version.js";
 import { mlserverServerSettings, type MLServerServerSettings } from "../models/mlserver-settings.js";
@@ -18,12 +18,6 @@ export function isMLServerModel(model: ModelVersion): boolean {
 /** MLServer's 404 text (its `ModelNotFound`): with the version when the request named one. */
 export function mlserverNotFound(name: string, version: string | undefined): string {
   return version === undefined || version === "" ? `Model ${name} not found` : `Model ${name} with version ${version} not found`;
-}
-
-/** The `versions` a model's metadata gives, as MLServer gives them: its settings' own, free-form. */
-export function mlserverVersions(model: ModelVersion): string[] {
-  const versions = model.spec.mlserver?.versions;
-  return Array.isArray(versions) ? versions.filter((v): v is string => typeof v === "string") : [];
 }
 
 // Each repository root's server settings, read once: the same file gave the Python workers.
