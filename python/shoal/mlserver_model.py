@@ -148,7 +148,7 @@ class MLServerModel:
                 value = await method(**{k: body[k] for k in parameters if k in body})
             else:
                 raise ValidationError(f"{name}() takes {', '.join(parameters)}: send a JSON object of them")
-            return {"ok": True, "value": json.dumps(value, default=_jsonable).encode(), "contentType": "application/json"}
+            return {"ok": True, "value": json.dumps(value, default=_jsonable, separators=(",", ":")).encode(), "contentType": "application/json"}
         except BaseException as err:
             return {"ok": False, "error": _wire(mapped(err))}
 
@@ -214,9 +214,10 @@ class MLServerModel:
             request = InferenceRequest.model_validate({**header, "inputs": inputs, "parameters": parameters})
         except SchemaError as err:
             raise _refused(err, grpc) from err
-        # MLServer gives a request without an id a new one, but for a gRPC stream's.
-        if request.id is None and not (grpc and item.get("stream")):
-            request.id = str(uuid.uuid4())
+        # MLServer gives a REST request without an id a new one; a gRPC request's is its
+        # message's field, "" when not set, which it keeps.
+        if request.id is None:
+            request.id = "" if grpc else str(uuid.uuid4())
         if self.strict:
             self._check(request)
         return request, header
@@ -279,7 +280,7 @@ class MLServerModel:
             "Ce-Inferenceservicename": "mlserver",
             "Ce-Endpoint": self.name,
         }
-        if request_id is not None:
+        if request_id:
             headers["Ce-Id"] = headers["Ce-Requestid"] = request_id
         return headers
 
