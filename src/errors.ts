@@ -10,7 +10,7 @@
  * The gRPC status codes an error may be answered with (`@grpc/grpc-js` numbers them; the
  * server's gRPC front maps the names).
  */
-export type GrpcCode = "INVALID_ARGUMENT" | "UNAUTHENTICATED" | "PERMISSION_DENIED" | "NOT_FOUND" | "UNIMPLEMENTED" | "CANCELLED" | "DEADLINE_EXCEEDED" | "ABORTED" | "RESOURCE_EXHAUSTED" | "INTERNAL" | "UNAVAILABLE";
+export type GrpcCode = "INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "UNAUTHENTICATED" | "PERMISSION_DENIED" | "NOT_FOUND" | "UNIMPLEMENTED" | "CANCELLED" | "DEADLINE_EXCEEDED" | "ABORTED" | "RESOURCE_EXHAUSTED" | "INTERNAL" | "UNAVAILABLE";
 
 /**
  * A row of the error table: the HTTP status, the gRPC status of the same failure, and the prefix
@@ -44,13 +44,33 @@ export const ERRORS = {
   ENCODING: { status: 500, prefix: "encoding error", grpc: "INTERNAL" },
   INTERNAL: { status: 500, prefix: "inference internal error", grpc: "INTERNAL" },
   WORKER_DIED: { status: 500, prefix: "worker died", grpc: "INTERNAL" },
-  SLOW_CLIENT: { status: 503, prefix: "stream backlog full", grpc: "UNAVAILABLE" },
   SHUTTING_DOWN: { status: 503, prefix: "service unavailable", grpc: "UNAVAILABLE" },
   NOT_READY: { status: 503, prefix: "service unavailable", grpc: "UNAVAILABLE" },
+  SLOW_CLIENT: { status: 503, prefix: "stream backlog full", grpc: "UNAVAILABLE" },
 } as const satisfies Record<string, ErrorKind>;
 
 /** The code of a row of {@link ERRORS}. */
 export type ErrorCode = keyof typeof ERRORS;
+
+/**
+ * How an error is put to a client: in Shoal's words (the table's prefix, then the detail), or in
+ * MLServer's, for the models served from its format (docs/python.md): the message alone, and
+ * gRPC codes as MLServer maps its statuses. The status is the table's in both.
+ */
+export type ErrorDialect = "shoal" | "mlserver";
+
+// MLServer's gRPC code of each HTTP status where it differs from the table's (its
+// grpc/utils.py: 400, 404 and 500 map as the table does; other statuses keep the table's code).
+const MLSERVER_GRPC: Readonly<Record<number, GrpcCode>> = { 422: "FAILED_PRECONDITION" };
+
+/**
+ * The code of the table's first row with this HTTP status (a runtime that chose a status, as
+ * MLServer's `MLServerError(msg, status_code)` does), SERVER for a status the table has not.
+ */
+export function codeOfStatus(status: number): ErrorCode {
+  for (const code in ERRORS) if (ERRORS[code as ErrorCode].status === status) return code as ErrorCode;
+  return "SERVER";
+}
 
 /**
  * Base class of the errors a Worker may throw (or return at an index of a batch) to choose the
@@ -61,6 +81,11 @@ export class ShoalError extends Error {
   readonly code: ErrorCode;
   /** When set, the client may try again after this many seconds: sent as `Retry-After` (a 429 or 503 of the queue). */
   retryAfterS: number | undefined;
+  /**
+   * What a dialect sends in place of the message, when it has one: the `detail` list FastAPI
+   * answers for a body MLServer's schema refuses (its 422).
+   */
+  detail: unknown;
 
   constructor(code: ErrorCode, message = "") {
     super(message);
@@ -92,6 +117,16 @@ export class ShoalError extends Error {
   get publicMessage(): string {
     const { prefix } = ERRORS[this.code];
     return this.message ? `${prefix}: ${this.message}` : prefix;
+  }
+
+  /** The text a client of `dialect` gets: MLServer's is the message alone (the prefix when there is none). */
+  textIn(dialect: ErrorDialect): string {
+    return dialect === "mlserver" ? this.message || ERRORS[this.code].prefix : this.publicMessage;
+  }
+
+  /** The gRPC status a client of `dialect` gets, by name. */
+  grpcIn(dialect: ErrorDialect): GrpcCode {
+    return (dialect === "mlserver" ? MLSERVER_GRPC[this.status] : undefined) ?? this.grpc;
   }
 }
 
@@ -142,6 +177,10 @@ export interface WireError {
   message: string;
   /** Only for unexpected exceptions: logged by the coordinator, never sent to the client. */
   stack?: string;
+  /** An HTTP status the worker chose (an MLServer runtime's): the code is then the table's row of it. */
+  status?: number;
+  /** {@link ShoalError.detail}. */
+  detail?: unknown;
 }
 
 /**
@@ -159,6 +198,8 @@ export function errorToWire(err: unknown, fallback: ErrorCode = "INTERNAL"): Wir
 
 /** Rebuilds a {@link ShoalError} from its wire form, on the coordinator. */
 export function errorFromWire(wire: WireError): ShoalError {
-  const code = wire.code in ERRORS ? wire.code : "INTERNAL";
-  return new ShoalError(code, wire.message);
+  const code = typeof wire.status === "number" ? codeOfStatus(wire.status) : wire.code in ERRORS ? wire.code : "INTERNAL";
+  const error = new ShoalError(code, wire.message);
+  if (wire.detail !== undefined) error.detail = wire.detail;
+  return error;
 }

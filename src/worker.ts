@@ -61,6 +61,8 @@ export interface RequestMeta {
 export interface V2Identity {
   readonly model: string;
   readonly version?: string;
+  /** A custom handler of an MLServer model the request calls in place of an inference: its method's name. */
+  readonly handler?: string;
 }
 
 /** How a streaming Worker's chunks wait for a client that reads slower than they are made. */

@@ -6,17 +6,14 @@
  * depend on the runtime under test, so it runs in the suite's first run only.
  */
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { Client, HttpError, outputOf, textOf } from "shoal/client";
 import { GrpcClient, GrpcError } from "shoal/client/grpc";
 import { venvBin } from "../bench/lib/peers.js";
 import { assertLevels, bench } from "./bench-helpers.js";
-import { freePort } from "./grpc-helpers.js";
-import { fixture, RAN_ONCE, ROOT, waitFor } from "./helpers.js";
+import { fixture, RAN_ONCE, ROOT } from "./helpers.js";
+import { startMLServer, type MLServerProcess } from "./python-helpers.js";
 
 const MLSERVER = venvBin(ROOT, "mlserver");
 const MISSING = existsSync(MLSERVER) ? undefined : "MLServer is not in bench/.venv: `npm run bench` makes that venv (bench/lib/peers.ts), or `python3 -m venv bench/.venv && bench/.venv/bin/pip install -r bench/requirements-mlserver.txt`";
@@ -28,36 +25,22 @@ test("MLServer is installed where CI runs", { skip: RAN_ONCE ?? (process.env.CI 
 });
 
 describe("the client against MLServer", { skip: SKIP }, () => {
-  let proc: ChildProcess;
-  let output = "";
+  let mlserver: MLServerProcess;
   let client: Client;
   let grpc: GrpcClient;
   let httpUrl: string;
   let grpcAddress: string;
-  const metrics = mkdtempSync(join(tmpdir(), "shoal-mlserver-"));
 
   before(async () => {
-    const [http, grpcPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
-    proc = spawn(MLSERVER, ["start", fixture("mlserver")], {
-      env: { ...process.env, MLSERVER_HOST: "127.0.0.1", MLSERVER_HTTP_PORT: String(http), MLSERVER_GRPC_PORT: String(grpcPort), MLSERVER_METRICS_PORT: String(metricsPort), MLSERVER_METRICS_DIR: metrics },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    proc.stdout!.on("data", (chunk: Buffer) => (output += chunk));
-    proc.stderr!.on("data", (chunk: Buffer) => (output += chunk));
-    httpUrl = `http://127.0.0.1:${http}`;
-    grpcAddress = `127.0.0.1:${grpcPort}`;
+    mlserver = await startMLServer(fixture("mlserver"), (url) => new Client(url).v2.modelReady("double"));
+    httpUrl = mlserver.http;
+    grpcAddress = mlserver.grpc;
     client = new Client(httpUrl);
     grpc = new GrpcClient(grpcAddress);
-    try {
-      await waitFor("MLServer ready", () => client.v2.modelReady("double").catch(() => false).then((ready) => (ready ? true : undefined)), 120_000);
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n${output}`);
-    }
   });
-  after(() => {
+  after(async () => {
     grpc?.close();
-    proc?.kill("SIGKILL");
-    rmSync(metrics, { recursive: true, force: true });
+    await mlserver?.stop();
   });
 
   test("REST: health, metadata, inference with JSON tensors, errors", async () => {

@@ -1,16 +1,21 @@
 /**
- * MLServer's settings files as Shoal reads them, without a server: a `model-settings.json` in
- * MLServer's format becomes a model of the "mlserver" runtime (its name, version, batching and
- * parameters as MLServer takes them), and `settings.json`'s `parallel_workers` the Python workers.
+ * MLServer's settings files as Shoal reads them: a `model-settings.json` in MLServer's format
+ * becomes a model of the "mlserver" runtime (its name, version, batching and parameters as
+ * MLServer takes them); `settings.json` (or the MLSERVER_* variables) gives the Python workers
+ * (`parallel_workers`) and, to `shoal serve`, the ports and address no flag gives.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { fromMLServer, isMLServerSettings, serverParallelWorkers } from "../src/models/mlserver-settings.js";
+import { fromMLServer, isMLServerSettings, mlserverServerSettings, serverParallelWorkers } from "../src/models/mlserver-settings.js";
 import { specsOf } from "../src/models/repository.js";
 import { SettingsError, readSettingsFile } from "../src/models/settings.js";
+import { freePort } from "./grpc-helpers.js";
+import { ServerProcess } from "./helpers.js";
+import { ModelRepo } from "./model-helpers.js";
+import { CLI } from "./onnx-helpers.js";
 
 describe("MLServer's settings files", () => {
   const dir = mkdtempSync(join(tmpdir(), "shoal-mlserver-settings-"));
@@ -60,6 +65,39 @@ describe("MLServer's settings files", () => {
       assert.equal(serverParallelWorkers(dir), expected);
     }
     writeFileSync(join(dir, "settings.json"), JSON.stringify({ parallel_workers: -1 }));
-    assert.throws(() => serverParallelWorkers(dir), /parallel_workers: a whole number of workers, not -1/);
+    assert.throws(() => serverParallelWorkers(dir), /settings\.json: parallel_workers: a whole number of workers, not -1/);
+  });
+
+  test("MLSERVER_* variables fill the fields settings.json leaves out; the file wins, as MLServer reads them", () => {
+    const env = { MLSERVER_PARALLEL_WORKERS: "4", MLSERVER_HTTP_PORT: "9080", MLSERVER_SERVER_NAME: "from-env", MLSERVER_EXTENSIONS: '["a", "b"]' };
+    writeFileSync(join(dir, "settings.json"), JSON.stringify({ parallel_workers: 2, grpc_port: 9081, host: "127.0.0.1" }));
+    assert.deepEqual(mlserverServerSettings(dir, env), { parallel_workers: 2, http_port: 9080, grpc_port: 9081, host: "127.0.0.1", server_name: "from-env", extensions: ["a", "b"] });
+    assert.equal(serverParallelWorkers(dir, env), 2);
+    rmSync(join(dir, "settings.json"));
+    assert.equal(serverParallelWorkers(dir, env), 4);
+    assert.deepEqual(mlserverServerSettings(dir, {}), {});
+    assert.throws(() => mlserverServerSettings(dir, { MLSERVER_HTTP_PORT: "80800" }), /^Error: MLSERVER_HTTP_PORT: http_port: a TCP port, not 80800$/);
+    assert.throws(() => mlserverServerSettings(dir, { MLSERVER_EXTENSIONS: "a,b" }), /^Error: MLSERVER_EXTENSIONS: not JSON: a,b$/);
+  });
+});
+
+describe("shoal serve on an MLServer repository's settings", () => {
+  const repo = new ModelRepo();
+  let server: ServerProcess | undefined;
+  after(async () => {
+    await server?.stop();
+    repo.remove();
+  });
+
+  test("its http_port, grpc_port and host (settings.json, else MLSERVER_*) where no flag or SHOAL_* variable says", async () => {
+    const [http, grpc] = [await freePort(), await freePort()];
+    repo.module("echo", "echo.ts");
+    writeFileSync(join(repo.dir, "settings.json"), JSON.stringify({ grpc_port: grpc, host: "127.0.0.1" }));
+    // The test's servers run with SHOAL_GRPC_PORT=0, which wins over the file's grpc_port.
+    server = new ServerProcess(CLI, ["serve", "--model-repository", repo.dir], { MLSERVER_HTTP_PORT: String(http) });
+    const listening = await server.waitForLog((l) => l.msg?.startsWith("listening on http://") ?? false, 30_000);
+    assert.equal(listening.msg, `listening on http://127.0.0.1:${http}`);
+    await server.waitForLog((l) => l.msg === "ready", 30_000);
+    assert.equal(server.logs().find((l) => l.msg?.startsWith("gRPC listening")), undefined);
   });
 });

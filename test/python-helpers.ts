@@ -4,11 +4,13 @@
  * made again each run so that it is the tree's). Outside CI, no Python or no PyPI skips the tests
  * that need it, saying why; in CI (`CI=true`) it fails them.
  */
-import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT } from "./helpers.js";
+import { venvBin } from "../bench/lib/peers.js";
+import { freePort } from "./grpc-helpers.js";
+import { ROOT, waitFor } from "./helpers.js";
 
 const VENV = join(tmpdir(), "shoal-python-sdk-venv");
 const PYTHON = join(VENV, "bin", "python");
@@ -44,4 +46,53 @@ export function mlserverPython(): { env: Record<string, string>; skip?: undefine
     if (process.env.CI === "true") throw new Error(why);
     return { skip: why };
   }
+}
+
+/** A `mlserver start` of the benchmarks' venv, on free ports of 127.0.0.1. */
+export interface MLServerProcess {
+  http: string;
+  grpc: string;
+  /** What it wrote, for failure messages. */
+  output(): string;
+  /** Stops it as its operator would (SIGTERM: its pool's workers end with it), SIGKILL after 10 s. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts MLServer on `folder` (its settings.json, then these MLSERVER_* variables: host, ports,
+ * metrics folder) and resolves once `ready()` holds. A SIGKILL would orphan its pool's workers,
+ * which ignore signals: it is stopped with SIGTERM.
+ */
+export async function startMLServer(folder: string, ready: (http: string) => Promise<boolean>): Promise<MLServerProcess> {
+  const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
+  const metricsDir = mkdtempSync(join(tmpdir(), "shoal-mlserver-"));
+  const proc = spawn(venvBin(ROOT, "mlserver"), ["start", folder], {
+    env: { ...process.env, MLSERVER_HOST: "127.0.0.1", MLSERVER_HTTP_PORT: String(http), MLSERVER_GRPC_PORT: String(grpc), MLSERVER_METRICS_PORT: String(metrics), MLSERVER_METRICS_DIR: metricsDir },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  proc.stdout!.on("data", (chunk: Buffer) => (output += chunk));
+  proc.stderr!.on("data", (chunk: Buffer) => (output += chunk));
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  const server: MLServerProcess = {
+    http: `http://127.0.0.1:${http}`,
+    grpc: `127.0.0.1:${grpc}`,
+    output: () => output,
+    async stop() {
+      proc.kill("SIGTERM");
+      const timer = setTimeout(() => proc.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(timer);
+      proc.stdout!.destroy();
+      proc.stderr!.destroy();
+      rmSync(metricsDir, { recursive: true, force: true });
+    },
+  };
+  try {
+    await waitFor("MLServer ready", () => ready(server.http).catch(() => false).then((ok) => (ok ? true : undefined)), 120_000);
+  } catch (err) {
+    await server.stop();
+    throw new Error(`${(err as Error).message}\n${output}`);
+  }
+  return server;
 }

@@ -5,6 +5,10 @@ class ShoalError(Exception):
     """An error whose message the client may see. ``code`` picks the status (docs/protocol.md, section 5)."""
 
     code = "SERVER"
+    #: An HTTP status of the runtime's choosing (an MLServer runtime's): the coordinator answers the row of it.
+    status = None
+    #: What a dialect answers in place of the message (FastAPI's ``detail`` list for MLServer's 422).
+    detail = None
 
     def __init__(self, message: object = ""):
         # Mosec's code raises ValidationError(KeyError("x")): its text is the client's detail ('x').
@@ -52,8 +56,18 @@ def to_wire(err: BaseException, code: str = "INTERNAL") -> dict:
     """The error map of the protocol: a ShoalError's code and message; anything else is ``code``
     (INTERNAL by default) with its traceback for the server's log only."""
     if isinstance(err, ShoalError):
-        return {"code": err.code, "message": err.message}
+        wire = {"code": err.code, "message": err.message}
+        if err.status is not None:
+            wire["status"] = err.status
+        if err.detail is not None:
+            wire["detail"] = err.detail
+        return wire
     import traceback
 
     stack = "".join(traceback.format_exception(type(err), err, err.__traceback__))
     return {"code": code, "message": "", "stack": stack}
+
+
+def named(err: BaseException) -> str:
+    """An exception's text with its class, as MLServer's inference pool words one: ``builtins.Exception: bar``."""
+    return f"{type(err).__module__}.{type(err).__name__}: {err}"

@@ -13,7 +13,7 @@ import queue
 from typing import Any, Dict, List
 
 from . import wire
-from .errors import ServerError, to_wire
+from .errors import ServerError, named, to_wire
 from .jobs import STOP, Flow, read_jobs
 from .worker import LOGGER_NAME
 
@@ -78,7 +78,7 @@ class ModelHost:
             logging.getLogger(LOGGER_NAME).debug("model %s failed to load: %s", message.get("name"), err)
             error = to_wire(err, "SERVER")
             if not error["message"]:
-                error["message"] = f"{type(err).__module__}.{type(err).__name__}: {err}"
+                error["message"] = named(err)
             self.connection.send("loadFailed", {"model": key, "error": error})
             return
         self.models[key] = model

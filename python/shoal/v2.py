@@ -164,7 +164,7 @@ def write_response(response: Dict[str, Any], header: Dict[str, Any]) -> Tuple[by
         elif "data" in output:
             output["data"] = _jsonable(output["data"])
         outputs.append(output)
-    text = json.dumps({**response, "outputs": outputs}, default=_plain, allow_nan=True).encode()
+    text = json.dumps({**response, "outputs": outputs}, default=_plain, allow_nan=True, separators=(",", ":")).encode()
     if not blobs:
         return text, {}
     return text + b"".join(blobs), {HEADER_LENGTH: str(len(text))}

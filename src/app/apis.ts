@@ -4,6 +4,7 @@ import { OpenAIHandler, type ServedModel } from "../apis/openai/openai.js";
 import type { Route } from "../serving/route.js";
 import { RouteModel, type RouteModelOptions } from "../serving/route-model.js";
 import { V2Handler } from "../apis/v2/v2-handler.js";
+import { MLServerHandlers } from "../apis/v2/mlserver-handlers.js";
 import type { AccessPolicy } from "../serving/access-policy.js";
 import type { Admission } from "../serving/admission.js";
 import { V2DataPlane } from "../serving/data-plane.js";
@@ -71,5 +72,7 @@ export function apiDelegates(routes: ReadonlyMap<string, Route>, sources: ApiSou
   }
   const openapi = sources.mosec?.openapi;
   if (openapi !== undefined) delegates.push(() => new MosecOpenApi(openapi));
+  // Anywhere no other delegate is: the custom handlers of MLServer models.
+  if (plane !== undefined && sources.catalog !== undefined) delegates.push(() => new MLServerHandlers(plane));
   return { delegates, plane, routeDialect: sources.mosec === undefined ? undefined : MOSEC_DIALECT };
 }

@@ -177,7 +177,7 @@ export function sharedPool(config: ServerConfig, logger: Logger, metrics: Metric
     restarts,
   };
   const node = new ModelPool({ ...options, workers: config.workers, channel: CHANNELS[config.modelIsolation] });
-  const pythonWorkers = () => config.pythonWorkers ?? repositories.map(serverParallelWorkers).find((n) => n !== undefined) ?? 1;
+  const pythonWorkers = () => config.pythonWorkers ?? repositories.map((root) => serverParallelWorkers(root)).find((n) => n !== undefined) ?? 1;
   return new SharedPools(node, () => new ModelPool({ ...options, name: "python-models", workers: pythonWorkers(), channel: commandChannel(modelHostLaunch()) }), logger);
 }
 

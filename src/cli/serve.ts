@@ -4,6 +4,8 @@ import { Command, Option } from "commander";
 import { addServerFlags, integer, serverConfigOf } from "../config.js";
 import { onnxWorker, type OnnxSessionOptions } from "../onnx/onnx-worker.js";
 import { Server } from "../app/server.js";
+import { mlserverServerSettings } from "../models/mlserver-settings.js";
+import type { ServerConfig } from "../config.js";
 
 const GRAPH_OPTIMIZATIONS: NonNullable<OnnxSessionOptions["graphOptimization"]>[] = ["disabled", "basic", "extended", "all"];
 const EXECUTION_MODES: NonNullable<OnnxSessionOptions["executionMode"]>[] = ["sequential", "parallel"];
@@ -49,7 +51,7 @@ files; see docs/models.md) is served with the V2 protocol on one shared pool of
     const o = command.opts();
     if (model === undefined) {
       if (o.modelRepository === undefined) command.error("error: give the model file to serve, or --model-repository <dir>");
-      await new Server().run(serverConfigOf(command));
+      await new Server().run(withMLServerSettings(command, serverConfigOf(command)));
       return;
     }
     const file = resolve(model);
@@ -68,4 +70,22 @@ files; see docs/models.md) is served with the V2 protocol on one shared pool of
     await server.run(serverConfigOf(command));
   });
   return command;
+}
+
+// An MLServer repository's `settings.json` (or the MLSERVER_* variables) gives the ports and the
+// address that no flag and no SHOAL_* variable gives, as `mlserver start` takes them.
+function withMLServerSettings(command: Command, config: ServerConfig): ServerConfig {
+  let settings;
+  try {
+    settings = mlserverServerSettings(resolve(config.modelRepository!));
+  } catch (err) {
+    command.error(`error: ${(err as Error).message}`);
+  }
+  const unset = (flag: string) => command.getOptionValueSource(flag) === "default";
+  return {
+    ...config,
+    ...(settings.http_port !== undefined && unset("port") ? { port: settings.http_port } : {}),
+    ...(settings.grpc_port !== undefined && unset("grpcPort") ? { grpcPort: settings.grpc_port } : {}),
+    ...(settings.host !== undefined && unset("address") ? { address: settings.host } : {}),
+  };
 }

@@ -181,12 +181,14 @@ export function inferFrame(response: InferResponseMessage, serialize: Serialize)
 
 /**
  * A ModelStreamInferResponse in a frame: its `infer_response`, if any, written as
- * {@link inferFrame} writes one. `serialize` is the stream message's serializer, `serializeInfer`
+ * {@link inferFrame} writes one; a `bare` one is that ModelInferResponse alone, as MLServer's
+ * ModelStreamInfer answers. `serialize` is the stream message's serializer, `serializeInfer`
  * the ModelInferResponse's.
  */
-export function streamFrame(message: { error_message?: string; infer_response?: InferResponseMessage | null }, serialize: Serialize, serializeInfer: Serialize): Buffer {
+export function streamFrame(message: { error_message?: string; infer_response?: InferResponseMessage | null; bare?: boolean }, serialize: Serialize, serializeInfer: Serialize): Buffer {
   const response = message.infer_response;
   if (response == null) return frameOf(message, serialize);
+  if (message.bare === true) return inferFrame(response, serializeInfer);
   const head = serialize({ ...message, infer_response: null });
   const inner = serializeInfer({ ...response, raw_output_contents: [] });
   const raw = response.raw_output_contents;

@@ -23,7 +23,6 @@ import { GrpcInference } from "./inference.js";
 import { loadProtos } from "./protos.js";
 import { grpcError } from "./status.js";
 import type { Door, ServingCore } from "../serving/core.js";
-import { SERVER_METADATA } from "../serving/data-plane.js";
 import { RouteModel } from "../serving/route-model.js";
 
 /** The V2 service's full name, also its name for health checking. */
@@ -76,7 +75,7 @@ export class GrpcFront implements Door {
       ServerLive: () => ({ live: true }),
       ServerReady: () => ({ ready: plane.notReady() === undefined }),
       ModelReady: ({ request }) => ({ ready: plane.modelNotReady(plane.find(request.name, request.version)) === undefined }),
-      ServerMetadata: () => SERVER_METADATA,
+      ServerMetadata: () => plane.serverMetadata(),
       ModelMetadata: ({ request }) => plane.metadataOf(plane.find(request.name, request.version)),
       ModelConfig: ({ request }) => {
         const target = plane.find(request.name, request.version);
@@ -94,12 +93,17 @@ export class GrpcFront implements Door {
     };
     for (const [name, handler] of Object.entries(unary)) {
       handlers[name] = (call: ServerUnaryCall<any, unknown>, callback: sendUnaryData<unknown>) =>
-        this.#guard(callback, () => {
-          if (call.request instanceof Undecodable) throw call.request.error;
-          const result = handler(call);
-          if (result instanceof Promise) result.then((value) => callback(null, value), (err: unknown) => this.#fail(callback, err));
-          else callback(null, result);
-        });
+        this.#guard(
+          callback,
+          () => {
+            if (call.request instanceof Undecodable) throw call.request.error;
+            const result = handler(call);
+            if (result instanceof Promise) result.then((value) => callback(null, value), (err: unknown) => this.#fail(callback, err, modelOf(call.request)));
+            else callback(null, result);
+          },
+          undefined,
+          modelOf(call.request),
+        );
     }
     const addService = this.#server.addService.bind(this.#server);
     this.#server.addService = (service, implementation) => {
@@ -179,25 +183,34 @@ export class GrpcFront implements Door {
     });
   }
 
-  // A handler's error as its call's status; anything but a ShoalError is a bug of ours: INTERNAL, logged.
-  #fail(callback: sendUnaryData<unknown>, err: unknown): void {
+  // A handler's error as its call's status, in the words of the model it is about (MLServer's
+  // for its models); anything but a ShoalError is a bug of ours: INTERNAL, logged.
+  #fail(callback: sendUnaryData<unknown>, err: unknown, model?: string): void {
     if (!(err instanceof ShoalError)) this.#log.error({ err: err instanceof Error ? (err.stack ?? err.message) : String(err) }, "gRPC handler failed");
-    callback(grpcError(err instanceof ShoalError ? err : new ShoalError("SERVER", "the request could not be handled")));
+    const error = err instanceof ShoalError ? err : new ShoalError("SERVER", "the request could not be handled");
+    callback(grpcError(error, undefined, model === undefined ? "shoal" : this.core.plane.dialectOf(model)));
   }
 
   // Runs a handler so that nothing it throws reaches the process: a unary call is answered with
   // the error, a stream (`callback` undefined) is ended.
-  #guard(callback: sendUnaryData<any> | undefined, fn: () => void, end?: () => void): void {
+  #guard(callback: sendUnaryData<any> | undefined, fn: () => void, end?: () => void, model?: string): void {
     try {
       fn();
     } catch (err) {
-      if (callback !== undefined) this.#fail(callback, err);
+      if (callback !== undefined) this.#fail(callback, err, model);
       else {
         this.#log.error({ err: err instanceof Error ? (err.stack ?? err.message) : String(err) }, "gRPC handler failed");
         end?.();
       }
     }
   }
+}
+
+// The model a call's request names (`name`, or a repository call's `model_name`), if any.
+function modelOf(request: unknown): string | undefined {
+  const fields = request as { name?: unknown; model_name?: unknown } | null;
+  const name = fields?.name ?? fields?.model_name;
+  return typeof name === "string" && name !== "" ? name : undefined;
 }
 
 // The server's HTTP/2 listeners, which @grpc/grpc-js keeps as `http2Servers` and does not expose;

@@ -5,7 +5,7 @@
  * deadline and the call's.
  */
 import type { Metadata, ServerDuplexStream, ServerUnaryCall, sendUnaryData } from "@grpc/grpc-js";
-import { ShoalError } from "../errors.js";
+import { ShoalError, type ErrorDialect } from "../errors.js";
 import { tracer, type RequestTrace } from "../metrics/tracing.js";
 import type { Task } from "../scheduling/task.js";
 import type { Entrant } from "../serving/admission.js";
@@ -17,12 +17,23 @@ import { grpcError } from "./status.js";
 import { HEADER_LENGTH } from "../v2/binary.js";
 import type { InferResponseMessage, ParameterMessage } from "./messages.js";
 import { requestBody, responseMessage, type InferRequestMessage } from "./tensors.js";
+import { mlserverResponse, trailingMetadata } from "./mlserver-responses.js";
 import { requestIdOf } from "../serving/request-id.js";
 import { requestSchedule, tenantOf } from "../serving/request-schedule.js";
 import type { TenantKey } from "../config.js";
 
-/** Where one request's outcome goes: a unary call's callback, or a stream's next message. */
-type Deliver = (error: ShoalError | undefined, response?: InferResponseMessage) => void;
+/**
+ * Where one request's outcome goes: a unary call's callback, or a stream's next message. An
+ * error comes in the words of its dialect; a response of an MLServer model with the trailing
+ * metadata of its headers; and after the responses of a stream answered one by one, nothing.
+ */
+type Deliver = (error: ShoalError | undefined, response?: InferResponseMessage, trailer?: Metadata, dialect?: ErrorDialect) => void;
+
+/** How an MLServer model's request is answered: `raw` when it sent raw contents; `each` takes a stream's responses one by one. */
+interface MLServerAnswer {
+  raw: boolean;
+  each?: (response: InferResponseMessage) => void;
+}
 
 /** The answer side of one gRPC inference request: the task's reply. */
 class GrpcAnswer implements Entrant {
@@ -30,6 +41,8 @@ class GrpcAnswer implements Entrant {
   task!: Task;
   /** Its span, when tracing is on and samples it. */
   traced: RequestTrace | undefined;
+  /** The headers of the last response of an MLServer model's stream. */
+  #headers: Record<string, string> | undefined;
 
   constructor(
     readonly core: ServingCore,
@@ -37,22 +50,29 @@ class GrpcAnswer implements Entrant {
     readonly arrival: number,
     readonly hold: Hold,
     readonly deliver: Deliver,
+    /** Set for a model in MLServer's format. */
+    readonly mlserver: MLServerAnswer | undefined,
   ) {}
 
   send(body: Uint8Array, _contentType: string, headers?: Record<string, string>): void {
     let response: InferResponseMessage;
     try {
-      response = responseMessage(body, headers?.[HEADER_LENGTH]);
+      response = this.mlserver === undefined ? responseMessage(body, headers?.[HEADER_LENGTH]) : mlserverResponse(body, headers?.[HEADER_LENGTH], this.mlserver.raw).response;
     } catch (err) {
       this.fail(err instanceof ShoalError ? err : new ShoalError("ENCODING", "the response could not be read"));
       return;
     }
-    this.deliver(undefined, response);
+    const each = this.mlserver?.each;
+    if (each === undefined) this.deliver(undefined, response, this.mlserver === undefined ? undefined : trailingMetadata(headers));
+    else {
+      each(response);
+      this.deliver(undefined, undefined, trailingMetadata(headers));
+    }
     this.#answered(200);
   }
 
   fail(error: ShoalError): void {
-    this.deliver(error);
+    this.deliver(error, undefined, undefined, this.mlserver === undefined ? "shoal" : "mlserver");
     this.#answered(error.status);
   }
 
@@ -62,9 +82,26 @@ class GrpcAnswer implements Entrant {
     this.traced?.end(status, at);
   }
 
-  // A gRPC request never asks for a stream: a streaming model's chunks come to it gathered.
-  chunk(): void {}
-  end(): void {}
+  // Only an MLServer model's ModelStreamInfer takes a stream, a response per chunk (as MLServer
+  // answers it); any other gRPC request gets a streaming model's chunks gathered.
+  chunk(body: Uint8Array): void {
+    const each = this.mlserver?.each;
+    if (each === undefined) return;
+    try {
+      const { response, headers } = mlserverResponse(body, undefined, this.mlserver!.raw);
+      this.#headers = headers;
+      each(response);
+    } catch (err) {
+      this.task.fail(err instanceof ShoalError ? err : new ShoalError("ENCODING", "the response could not be read"));
+    }
+  }
+
+  // The last response's headers go as the call's trailing metadata, as MLServer sends them.
+  end(): void {
+    if (this.mlserver?.each === undefined) return;
+    this.deliver(undefined, undefined, trailingMetadata(this.#headers));
+    this.#answered(200);
+  }
 
   release(): void {
     clearTimeout(this.timer);
@@ -73,7 +110,8 @@ class GrpcAnswer implements Entrant {
   }
 }
 
-type StreamAnswer = { error_message?: string; infer_response?: InferResponseMessage };
+/** A message of a stream: Triton's ModelStreamInferResponse, or a `bare` ModelInferResponse (MLServer's). */
+type StreamAnswer = { error_message?: string; infer_response?: InferResponseMessage; bare?: boolean };
 
 /**
  * Requests under way on one ModelStreamInfer stream at most: past them, the stream is read no
@@ -112,9 +150,9 @@ export class GrpcInference {
       callback(grpcError(call.request.error, requestId));
       return;
     }
-    const task = this.#enter("ModelInfer", call.request, call.metadata, call.getDeadline(), requestId, (error, response) => {
-      if (error === undefined) callback(null, response);
-      else callback(grpcError(error, requestId));
+    const task = this.#enter("ModelInfer", call.request, call.metadata, call.getDeadline(), requestId, (error, response, trailer, dialect) => {
+      if (error === undefined) callback(null, response, trailer);
+      else callback(grpcError(error, requestId, dialect));
     });
     if (task !== undefined) call.once("cancelled", () => this.#cancelled(task));
   }
@@ -141,8 +179,10 @@ export class GrpcInference {
     // Answers' bytes written and not yet taken by the connection, and what resets the stream.
     let unread = 0;
     let reset: (() => void) | undefined;
+    // The trailing metadata of an MLServer model's last answer, when it has one.
+    let trailers: Metadata | undefined;
     const finish = () => {
-      if (ended && pending.size === 0 && !call.cancelled) call.end();
+      if (ended && pending.size === 0 && !call.cancelled) call.end(trailers);
     };
     // Reads on while few requests are under way and the client takes its answers.
     const flow = () => {
@@ -194,11 +234,20 @@ export class GrpcInference {
       const arrival = arrivalOf(request);
       if (arrival !== undefined) reset = () => arrival.reset();
       let task: Task | undefined;
-      task = this.#enter("ModelStreamInfer", request, call.metadata, call.getDeadline(), requestId, (error, response) => {
+      const deliver: Deliver = (error, response, trailer, dialect) => {
         if (task !== undefined) pending.delete(task);
-        write(error === undefined ? { infer_response: response } : { error_message: error.publicMessage });
+        if (trailer !== undefined) trailers = trailer;
+        // MLServer ends its stream with the error's status.
+        if (error !== undefined && dialect === "mlserver") {
+          call.emit("error", grpcError(error, requestId, dialect));
+          return;
+        }
+        if (error !== undefined) write({ error_message: error.publicMessage });
+        else if (response !== undefined) write({ infer_response: response });
         finish();
-      });
+      };
+      // An MLServer model's responses go out one by one, each a ModelInferResponse of its own (MLServer's ModelStreamInfer).
+      task = this.#enter("ModelStreamInfer", request, call.metadata, call.getDeadline(), requestId, deliver, (response) => write({ infer_response: response, bare: true }));
       if (task !== undefined && !task.settled) pending.add(task);
       flow();
     });
@@ -217,7 +266,7 @@ export class GrpcInference {
 
   // Makes the task of one request and queues it; a request refused at once is answered through
   // `deliver` and has no task.
-  #enter(rpc: string, request: InferRequestMessage, metadata: Metadata, callDeadline: Date | number, requestId: string, deliver: Deliver): Task | undefined {
+  #enter(rpc: string, request: InferRequestMessage, metadata: Metadata, callDeadline: Date | number, requestId: string, deliver: Deliver, each?: MLServerAnswer["each"]): Task | undefined {
     // The bytes the message came with, held since they arrived, are the request's now; it
     // arrived with its first byte, as a REST request does.
     const arrived = takeArrived(request);
@@ -231,7 +280,9 @@ export class GrpcInference {
       if (refusal !== undefined) throw refusal;
       const target = plane.find(request.model_name, request.model_version);
       path = plane.inferPath(target);
-      const { body, bytes, transfer } = requestBody(request);
+      // An MLServer model's answer comes as JSON, to be typed contents unless the request was raw.
+      const mlserver = plane.dialectOfTarget(target) === "mlserver" ? { raw: request.raw_input_contents.length > 0, ...(each === undefined ? {} : { each }) } : undefined;
+      const { body, bytes, transfer } = requestBody(request, mlserver !== undefined);
       const hold = held ?? admission.hold();
       if (!hold.take(Math.max(0, bytes - hold.bytes))) throw overBudget();
       // The sooner of the server's deadline and the call's, from the first byte (the call's is from now).
@@ -241,18 +292,18 @@ export class GrpcInference {
       const { priority: asked, timeout } = request.parameters;
       const { priority, timeoutMs: ownMs } = asked === undefined && timeout === undefined ? NO_ASK : requestSchedule(parameterValue(asked), parameterValue(timeout), "us");
       const timeoutMs = Math.min(this.timeoutMs, callMs, ownMs ?? Infinity);
-      const answer = new GrpcAnswer(this.core, path, arrival, hold, deliver);
+      const answer = new GrpcAnswer(this.core, path, arrival, hold, deliver, mlserver);
       const headers = { ...headersOf(metadata), [HEADER_LENGTH]: String(body.header.byteLength) };
       // A traceparent in the call's metadata continues the client's trace, as the REST header does.
       if (tracer !== undefined) answer.traced = tracer.request(rpc, path, arrival, headers, requestId, "grpc");
       const meta = { requestId, headers, deadline: Date.now() - elapsed + timeoutMs, route: path, v2: plane.identityOf(target) };
       const { tenantKey } = this;
       const tenant = tenantKey === undefined ? "" : tenantOf(tenantKey, (name) => metadata.get(name)[0], (name) => parameterValue(request.parameters[name]));
-      return admission.enter(plane.stepsOf(target), meta, arrival, timeoutMs, body, transfer, answer, false, priority, tenant);
+      return admission.enter(plane.stepsOf(target), meta, arrival, timeoutMs, body, transfer, answer, mlserver?.each !== undefined, priority, tenant);
     } catch (err) {
       held?.release();
       if (!(err instanceof ShoalError)) throw err;
-      deliver(err);
+      deliver(err, undefined, undefined, this.core.plane.dialectOf(request.model_name));
       this.core.metrics.answered(path, err.status, performance.now() - arrival, "grpc");
       return undefined;
     }

@@ -5,7 +5,7 @@
  */
 import { ClientError } from "../errors.js";
 import { bytesOf } from "../tensor/bytes.js";
-import { isV2Datatype, typedArrayFor, type NumericDatatype, type V2Datatype } from "../tensor/datatypes.js";
+import { isV2Datatype, typedArrayFor, type NumericDatatype, type TypedArray, type V2Datatype } from "../tensor/datatypes.js";
 import { writeBinaryData } from "../v2/binary.js";
 
 /** A parameter's value as proto-loader gives it (`oneofs: true`, 64-bit integers as strings). */
@@ -108,6 +108,18 @@ export function contentsBytes(tensor: TensorMessage, where: string, raw: "raw_in
     if (i >= 0) throw new ClientError(`${where}: element ${i} (${String(values[i])}) is out of the range of ${datatype}`);
   }
   return bytesOf(array);
+}
+
+/**
+ * A tensor's elements as the typed contents of its datatype (64-bit integers as decimal strings,
+ * as proto-loader takes them); undefined for FP16, which has no typed field.
+ */
+export function typedContents(datatype: V2Datatype, data: TypedArray | Uint8Array[]): Partial<ContentsMessage> | undefined {
+  const field = CONTENTS[datatype];
+  if (field === undefined) return undefined;
+  if (datatype === "BYTES") return { bytes_contents: data as Uint8Array[] };
+  const values = Array.from(data as TypedArray, (v: number | bigint) => (typeof v === "bigint" ? String(v) : datatype === "BOOL" ? v !== 0 : v));
+  return { [field]: values };
 }
 
 /** Parameters as the V2 JSON body holds them: 64-bit integers as numbers while exact, else as decimal strings. */

@@ -26,14 +26,17 @@ const utf8 = new TextEncoder();
  * to move (not copy) to a worker: every piece's, each held by nothing else. Raw contents stay
  * views of their message when it had its buffer to itself (that buffer moves), else are copied.
  * Throws a {@link ClientError} for raw contents that do not match the inputs and for typed
- * contents in the wrong field or out of range.
+ * contents in the wrong field or out of range. For a model in MLServer's format (`mlserver`), the
+ * outputs are asked as JSON (its answer becomes typed contents), and an input whose datatype is
+ * none of V2's goes on without contents, for MLServer's own types to refuse in its words.
  */
-export function requestBody(request: InferRequestMessage): { body: V2Pieces; bytes: number; transfer: ArrayBuffer[] } {
+export function requestBody(request: InferRequestMessage, mlserver = false): { body: V2Pieces; bytes: number; transfer: ArrayBuffer[] } {
+  const binaryOutputs = !mlserver;
   const raw = request.raw_input_contents;
   if (raw.length > 0 && raw.length !== request.inputs.length) {
     throw new ClientError(`raw_input_contents holds ${raw.length} tensors for ${request.inputs.length} inputs; give one per input, in the order of inputs`);
   }
-  let parts = request.inputs.map((input, i) => (raw.length > 0 ? rawPart(input, raw[i]!) : contentsBytes(input, `input '${input.name}'`, "raw_input_contents")));
+  let parts = request.inputs.map((input, i) => (raw.length > 0 ? rawPart(input, raw[i]!) : mlserver && !isV2Datatype(input.datatype) ? new Uint8Array(0) : contentsBytes(input, `input '${input.name}'`, "raw_input_contents")));
   if (raw.length > 0) {
     const buffer = request[MESSAGE_BUFFER];
     // Uint8Array's slice copies, where a Buffer's would be a view.
@@ -41,9 +44,9 @@ export function requestBody(request: InferRequestMessage): { body: V2Pieces; byt
   }
   const header = {
     ...(request.id === "" ? {} : { id: request.id }),
-    parameters: { ...parameters(request.parameters), binary_data_output: true },
+    parameters: binaryOutputs ? { ...parameters(request.parameters), binary_data_output: true } : parameters(request.parameters),
     inputs: request.inputs.map((input, i) => ({ name: input.name, datatype: input.datatype, shape: input.shape.map(Number), parameters: { ...parameters(input.parameters), binary_data_size: parts[i]!.byteLength } })),
-    ...(request.outputs.length === 0 ? {} : { outputs: request.outputs.map((o) => ({ name: o.name, parameters: { ...parameters(o.parameters), binary_data: true } })) }),
+    ...(request.outputs.length === 0 ? {} : { outputs: request.outputs.map((o) => ({ name: o.name, parameters: binaryOutputs ? { ...parameters(o.parameters), binary_data: true } : parameters(o.parameters) })) }),
   };
   const json = utf8.encode(JSON.stringify(header));
   const transfer = new Set<ArrayBuffer>([json.buffer as ArrayBuffer]);

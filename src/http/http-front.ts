@@ -136,7 +136,7 @@ export class HttpFront {
       serveCancel(path, req, res, requestId, this);
       return;
     }
-    const delegate = route === undefined ? this.#delegates.find(({ prefix }) => path === prefix || path.startsWith(`${prefix}/`)) : undefined;
+    const delegate = route === undefined ? this.#delegates.find((d) => (d.owns === undefined ? path === d.prefix || path.startsWith(`${d.prefix}/`) : d.owns(path))) : undefined;
     // CORS costs a request nothing unless origins are configured or it is a preflight.
     if ((this.access.crossOrigin || req.method === "OPTIONS") && answerCors(this.access, req, res, requestId, path, route !== undefined, delegate)) return;
     if (route !== undefined) this.#accept(route, req, res, requestId, arrival, q < 0 ? undefined : url);

@@ -23,6 +23,8 @@ export interface Inference {
 export interface Delegate extends CorsScoped {
   /** Paths equal to it or under it (`/v2`, `/v2/...`) are its own. */
   readonly prefix: string;
+  /** When set, the paths that are its own, in place of its prefix's (the custom handlers of MLServer models, anywhere). */
+  owns?(path: string): boolean;
   /**
    * Answers a request of its own, or returns the inference it asks for, which the door then
    * takes in.

@@ -55,21 +55,89 @@ export function mlserverVersion(mlserver: Record<string, unknown>): string {
 }
 
 /**
- * The Python workers an MLServer `settings.json` at `root` asks for (`parallel_workers`; its 0,
- * MLServer's "in the main process", is one worker here), or undefined when there is no such file
- * or it does not say. A file that cannot be read is an error naming it.
+ * The fields of MLServer's server settings that Shoal acts on: the Python workers
+ * (`parallel_workers`), the ports and address `shoal serve` takes when no flag gives them
+ * (`http_port`, `grpc_port`, `host`), and what `GET /v2` says of an MLServer repository
+ * (`server_name`, `server_version`, `extensions`).
  */
-export function serverParallelWorkers(root: string): number | undefined {
+export interface MLServerServerSettings {
+  parallel_workers?: number;
+  http_port?: number;
+  grpc_port?: number;
+  host?: string;
+  server_name?: string;
+  server_version?: string;
+  extensions?: string[];
+}
+
+// Each field as MLServer's Settings takes it from its MLSERVER_* variable (pydantic-settings:
+// a list as JSON), for a field the file does not set: MLServer's files win over the environment.
+const SERVER_FIELDS = {
+  parallel_workers: (text: string) => Number(text),
+  http_port: (text: string) => Number(text),
+  grpc_port: (text: string) => Number(text),
+  host: (text: string) => text,
+  server_name: (text: string) => text,
+  server_version: (text: string) => text,
+  extensions: (text: string) => JSON.parse(text) as unknown,
+} as const;
+
+const WORKERS = "a whole number of workers";
+const PORT = "a TCP port";
+const serverSchema = z.object({
+  parallel_workers: z.number(WORKERS).int(WORKERS).min(0, WORKERS).nullish(),
+  http_port: z.number(PORT).int(PORT).min(0, PORT).max(65535, PORT).nullish(),
+  grpc_port: z.number(PORT).int(PORT).min(0, PORT).max(65535, PORT).nullish(),
+  host: z.string().nullish(),
+  server_name: z.string().nullish(),
+  server_version: z.string().nullish(),
+  extensions: z.array(z.string()).nullish(),
+});
+
+/**
+ * MLServer's server settings of the repository at `root`: its `settings.json`, the `MLSERVER_*`
+ * variables of `env` filling the fields the file leaves out, as MLServer reads them. A file or
+ * a variable that cannot be read is an error naming it.
+ */
+export function mlserverServerSettings(root: string, env: NodeJS.ProcessEnv = process.env): MLServerServerSettings {
   const file = join(root, SERVER_SETTINGS_FILE);
-  if (!existsSync(file)) return undefined;
-  let settings: unknown;
-  try {
-    settings = JSON.parse(readFileSync(file, "utf8"));
-  } catch (err) {
-    throw new Error(`${file}: ${(err as Error).message}`);
+  let written: Record<string, unknown> = {};
+  if (existsSync(file)) {
+    try {
+      written = (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown> | null) ?? {};
+    } catch (err) {
+      throw new Error(`${file}: ${(err as Error).message}`);
+    }
   }
-  const workers = (settings as { parallel_workers?: unknown } | null)?.parallel_workers;
-  if (workers === undefined || workers === null) return undefined;
-  if (!Number.isSafeInteger(workers) || (workers as number) < 0) throw new Error(`${file}: parallel_workers: a whole number of workers, not ${JSON.stringify(workers)}`);
-  return Math.max(1, workers as number);
+  const settings: Record<string, unknown> = {};
+  for (const [field, read] of Object.entries(SERVER_FIELDS)) {
+    const variable = `MLSERVER_${field.toUpperCase()}`;
+    if (written[field] !== undefined && written[field] !== null) settings[field] = written[field];
+    else if (env[variable] !== undefined) {
+      try {
+        settings[field] = read(env[variable]);
+      } catch {
+        throw new Error(`${variable}: not JSON: ${env[variable]}`);
+      }
+    }
+  }
+  const parsed = serverSchema.safeParse(settings);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = String(issue.path[0]);
+    throw new Error(`${written[field] === undefined ? `MLSERVER_${field.toUpperCase()}` : file}: ${field}: ${issue.message}, not ${JSON.stringify(settings[field])}`);
+  }
+  const out: MLServerServerSettings = {};
+  for (const [field, value] of Object.entries(parsed.data)) if (value !== undefined && value !== null) (out as Record<string, unknown>)[field] = value;
+  return out;
+}
+
+/**
+ * The Python workers an MLServer repository at `root` asks for (`parallel_workers` of its
+ * `settings.json`, else `MLSERVER_PARALLEL_WORKERS`; its 0, MLServer's "in the main process", is
+ * one worker here), or undefined when neither says.
+ */
+export function serverParallelWorkers(root: string, env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const workers = mlserverServerSettings(root, env).parallel_workers;
+  return workers === undefined ? undefined : Math.max(1, workers);
 }

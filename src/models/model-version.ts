@@ -7,6 +7,7 @@ import type { Step, Task } from "../scheduling/task.js";
 import type { ModelSpec } from "./repository.js";
 import type { StreamPolicy } from "../stage-options.js";
 import type { TensorMetadata } from "./settings.js";
+import type { CustomHandler } from "../workers/messages.js";
 import { ModelStats } from "./stats.js";
 import { ResponseCache } from "../scheduling/response-cache.js";
 
@@ -23,6 +24,12 @@ export interface ModelMetadata {
   outputs: TensorMetadata[];
   /** Set when its Worker streams. */
   stream?: StreamPolicy;
+  /** The version of the package its runtime runs on, where the runtime says (the mlserver package's). */
+  runtimeVersion?: string;
+  /** An MLServer model's custom handlers (`@custom_handler`): the REST path and method of each, and its method's name. */
+  handlers?: CustomHandler[];
+  /** The model's metadata as its runtime gives it, answered as it is: an MLServer model's `metadata()` (its settings' free-form `versions`, `parameters`). */
+  answer?: Record<string, unknown>;
 }
 
 /** What a model version needs of the pool that serves it. */

@@ -79,7 +79,7 @@ export class Replicas {
     if (instance === undefined || !instance.pending.delete(workerId)) return;
     if (news.kind === "loaded") {
       instance.workers.add(workerId);
-      instance.metadata = { platform: news.platform, inputs: news.inputs, outputs: news.outputs, ...(news.stream === undefined ? {} : { stream: news.stream }) };
+      instance.metadata = { platform: news.platform, inputs: news.inputs, outputs: news.outputs, ...(news.stream === undefined ? {} : { stream: news.stream }), ...(news.runtimeVersion === undefined ? {} : { runtimeVersion: news.runtimeVersion }), ...(news.handlers === undefined ? {} : { handlers: news.handlers }), ...(news.answer === undefined ? {} : { answer: news.answer }) };
       this.#log.debug({ model: instance.model.label, worker: workerId }, "model replica loaded");
     } else {
       this.#hosted.get(workerId)?.delete(instance);

@@ -1,13 +1,15 @@
 import { readFileSync } from "node:fs";
-import { ShoalError } from "../errors.js";
+import { ShoalError, type ErrorDialect } from "../errors.js";
 import type { Catalog } from "../models/catalog.js";
 import type { ModelVersion } from "../models/model-version.js";
 import type { Step } from "../scheduling/task.js";
 import type { TensorMetadata } from "../v2/types.js";
 import type { V2Identity } from "../worker.js";
+import type { CustomHandler } from "../workers/messages.js";
 import type { AccessPolicy, Refusal } from "./access-policy.js";
 import { shuttingDown, type Admission } from "./admission.js";
 import { RouteModel } from "./route-model.js";
+import { MLSERVER_RUNTIME, isMLServerModel, mlserverNotFound, mlserverMetadata } from "./mlserver-answers.js";
 
 /** The protocol extensions this server speaks (`GET /v2`, gRPC's ServerMetadata). */
 export const EXTENSIONS = ["binary_tensor_data", "model_repository", "model_configuration", "statistics"] as const;
@@ -21,6 +23,13 @@ export const SERVER_METADATA = {
 
 /** What a V2 request is for: a model version of the shared pool, or a route served as a model. */
 export type V2Target = ModelVersion | RouteModel;
+
+/** Server metadata as the V2 protocol gives it. */
+export interface ServerMetadata {
+  name: string;
+  version: string;
+  extensions: readonly string[];
+}
 
 /** Model metadata as the V2 protocol gives it. */
 export interface ModelMetadata {
@@ -58,7 +67,42 @@ export class V2DataPlane {
   find(name: string, version: string | undefined): V2Target {
     const routeModel = this.routeModels.get(name);
     if (routeModel !== undefined) return routeModel.version(version);
-    return this.#repository(name).find(name, version === "" ? undefined : version);
+    try {
+      return this.#repository(name).find(name, version === "" ? undefined : version);
+    } catch (err) {
+      throw this.#worded(err, name, version);
+    }
+  }
+
+  /**
+   * The words errors about model `name` are put in: MLServer's for a model in its format, and
+   * for a name the server does not know when every model it has is one (an MLServer
+   * repository); Shoal's otherwise.
+   */
+  dialectOf(name: string): ErrorDialect {
+    if (this.catalog === undefined || this.routeModels.has(name)) return "shoal";
+    const versions = this.catalog.pool.versions();
+    const own = versions.filter((m) => m.spec.name === name);
+    if (own.length > 0) return own.some(isMLServerModel) ? "mlserver" : "shoal";
+    return this.#mlserverOnly(versions) ? "mlserver" : "shoal";
+  }
+
+  /** The words of errors for a request that found `target`. */
+  dialectOfTarget(target: V2Target): ErrorDialect {
+    // Asked of every request: the runtime compared here, with no call.
+    return target instanceof RouteModel || target.spec.runtime !== MLSERVER_RUNTIME ? "shoal" : "mlserver";
+  }
+
+  /**
+   * `GET /v2` and gRPC's ServerMetadata: Shoal's name, version and extensions, or, for an
+   * MLServer repository (no other models, no routes served as models), what MLServer answers
+   * (its tests check it): `server_name`, `server_version` (the mlserver package's) and
+   * `extensions` of its settings, no extensions by default.
+   */
+  serverMetadata(): ServerMetadata {
+    const versions = this.catalog?.pool.versions() ?? [];
+    if (this.routeModels.size > 0 || !this.#mlserverOnly(versions)) return SERVER_METADATA;
+    return mlserverMetadata(this.catalog!.sources.repositories, versions);
   }
 
   /** Why a model (or route served as one) is not ready, or undefined when it is. */
@@ -67,13 +111,28 @@ export class V2DataPlane {
     return target.ready ? undefined : `model ${target.label} is not ready: ${target.reason}`;
   }
 
+  /**
+   * The MLServer model whose custom handler (`@custom_handler(rest_path=...)`) answers `path`,
+   * with its handlers there by method: the first ready model that declares the path (MLServer
+   * too serves one handler per path and method), or undefined when no loaded model does.
+   */
+  customHandler(path: string): { target: ModelVersion; handlers: CustomHandler[] } | undefined {
+    for (const model of this.catalog?.pool.versions() ?? []) {
+      const handlers = model.ready ? model.metadata?.handlers?.filter((h) => h.path === path) : undefined;
+      if (handlers !== undefined && handlers.length > 0) return { target: model, handlers };
+    }
+    return undefined;
+  }
+
   /** Model metadata, as its workers reported it when they last loaded it; 503 before it has loaded. */
   metadataOf(target: V2Target): ModelMetadata {
     if (target instanceof RouteModel) return target.metadata();
     const metadata = target.metadata;
     if (metadata === undefined) throw new ShoalError("NOT_READY", `model ${target.label} has not loaded yet: ${target.reason}`);
-    const versions = this.catalog!.pool.versions().filter((m) => m.spec.name === target.spec.name && m.spec.version !== "" && m.state !== "unloaded");
-    return { name: target.spec.name, versions: versions.map((m) => m.spec.version), platform: metadata.platform, inputs: metadata.inputs, outputs: metadata.outputs };
+    // An MLServer model's metadata is its own (its settings' free-form `versions`); Shoal's lists the versions loaded.
+    if (metadata.answer !== undefined) return metadata.answer as unknown as ModelMetadata;
+    const versions = this.catalog!.pool.versions().filter((m) => m.spec.name === target.spec.name && m.spec.version !== "" && m.state !== "unloaded").map((m) => m.spec.version);
+    return { name: target.spec.name, versions, platform: metadata.platform, inputs: metadata.inputs, outputs: metadata.outputs };
   }
 
   /** The statistics of one model, or of every model of the pool when `target` is undefined (a route served as a model has none). */
@@ -126,7 +185,20 @@ export class V2DataPlane {
   /** Loads (or reloads) or unloads the model `name`, once {@link mayControl} let it. */
   control(action: "load" | "unload", name: string): Promise<void> {
     const catalog = this.#repository(name);
-    return action === "load" ? catalog.load(name) : catalog.unload(name);
+    return (action === "load" ? catalog.load(name) : catalog.unload(name)).catch((err: unknown) => {
+      throw this.#worded(err, name, undefined);
+    });
+  }
+
+  // Every model is in MLServer's format, and there is one at least.
+  #mlserverOnly(versions: readonly ModelVersion[]): boolean {
+    return versions.length > 0 && versions.every(isMLServerModel);
+  }
+
+  // A 404 about `name` in MLServer's words, when its errors are put in them.
+  #worded(err: unknown, name: string, version: string | undefined): unknown {
+    if (!(err instanceof ShoalError) || err.code !== "NOT_FOUND" || this.dialectOf(name) !== "mlserver") return err;
+    return new ShoalError("NOT_FOUND", mlserverNotFound(name, version));
   }
 
   // The catalog, for a request about model `name`: without one, no such model.

@@ -151,6 +151,19 @@ export interface LoadedMessage {
   outputs: TensorMetadata[];
   /** Set when its Worker streams: how its streams wait for a slow client. */
   stream?: StreamPolicy;
+  /** The version of the package its runtime runs on, where the runtime says (the mlserver package's). */
+  runtimeVersion?: string;
+  /** An MLServer model's custom handlers (`@custom_handler`): the REST path and method of each, and its method's name. */
+  handlers?: CustomHandler[];
+  /** The model's metadata as its runtime gives it, answered as it is: an MLServer model's `metadata()` (its settings' free-form `versions`, `parameters`). */
+  answer?: Record<string, unknown>;
+}
+
+/** A custom handler of an MLServer model: its REST path and method (upper case), and its method's name. */
+export interface CustomHandler {
+  path: string;
+  method: string;
+  name: string;
 }
 
 /** Model host to coordinator: the instance could not load; only this model fails. */

@@ -232,6 +232,7 @@ function checkError(error: unknown, where: string): void {
   const fields = mapOf(error, where);
   expect(fields, where, { code: "string", message: "string" });
   if (fields.stack !== undefined && typeof fields.stack !== "string") throw new ProtocolError(`${where}: stack must be a string`);
+  if (fields.status !== undefined && !Number.isInteger(fields.status)) throw new ProtocolError(`${where}: status must be a whole number`);
 }
 
 function expect(fields: Record<string, unknown>, where: string, types: Record<string, "string" | "number" | "boolean" | "object">): void {

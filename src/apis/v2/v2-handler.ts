@@ -1,7 +1,9 @@
 import type { HttpRequest, HttpResponse } from "../../http/http-message.js";
 import { ShoalError } from "../../errors.js";
-import { SERVER_METADATA, type V2DataPlane } from "../../serving/data-plane.js";
-import { sendError, sendJson } from "../../http/send.js";
+import type { V2DataPlane } from "../../serving/data-plane.js";
+import { sendError, sendFailure, sendJson } from "../../http/send.js";
+import type { Dialect } from "../../http/dialect.js";
+import { MLSERVER_INFER, MLSERVER_STREAM } from "./mlserver-dialect.js";
 import { readBody } from "../../http/body.js";
 import { GenerateDialect, INFER_STREAM } from "./generate.js";
 import type { Delegate, DelegateParts, Inference } from "../../http/intake.js";
@@ -43,9 +45,23 @@ export class V2Handler implements Delegate {
       return this.#route(req, res, path, requestId);
     } catch (err) {
       if (!(err instanceof ShoalError)) throw err;
-      sendError(res, requestId, err, err instanceof NotAllowed ? { allow: err.allow } : undefined);
+      sendFailure(res, requestId, err, this.#dialectOf(path), err instanceof NotAllowed ? { allow: err.allow } : undefined);
       return undefined;
     }
+  }
+
+  // The errors of a path that names a model in MLServer's format (or one unknown to an MLServer
+  // repository) are MLServer's; every other path's, Shoal's.
+  #dialectOf(path: string): Dialect | undefined {
+    const name = (MODEL_PATH.exec(path) ?? CONTROL_PATH.exec(path))?.[1];
+    if (name === undefined) return undefined;
+    let model: string;
+    try {
+      model = decodeURIComponent(name);
+    } catch {
+      return undefined;
+    }
+    return this.plane.dialectOf(model) === "mlserver" ? MLSERVER_INFER : undefined;
   }
 
   #route(req: HttpRequest, res: HttpResponse, path: string, requestId: string): Inference | undefined {
@@ -53,7 +69,7 @@ export class V2Handler implements Delegate {
     const ok = (value: unknown) => sendJson(res, requestId, 200, value);
     if (path === "/v2" || path === "/v2/") {
       get(req, path);
-      ok(SERVER_METADATA);
+      ok(plane.serverMetadata());
       return;
     }
     if (path === "/v2/health/live") {
@@ -91,7 +107,7 @@ export class V2Handler implements Delegate {
       this.#control(req, res, requestId, () => {
         plane.control(action, model).then(
           () => ok({}),
-          (err: unknown) => (err instanceof ShoalError ? sendError(res, requestId, err) : this.door.guard.unexpected(err, res, requestId)),
+          (err: unknown) => (err instanceof ShoalError ? sendFailure(res, requestId, err, this.#dialectOf(path)) : this.door.guard.unexpected(err, res, requestId)),
         );
       });
       return;
@@ -123,7 +139,8 @@ export class V2Handler implements Delegate {
     const target = plane.find(name, version);
     // The generate extension types a request's fields by the model's inputs, as far as it knows them yet.
     const inputs = () => (target instanceof RouteModel ? target.metadata().inputs : (target.metadata?.inputs ?? []));
-    const dialect = action === "infer" ? undefined : action === "infer_stream" ? INFER_STREAM : new GenerateDialect(inputs(), action === "generate_stream");
+    const streams = action === "infer_stream" || action === "generate_stream";
+    const dialect = plane.dialectOfTarget(target) === "mlserver" ? (streams ? MLSERVER_STREAM : MLSERVER_INFER) : action === "infer" ? undefined : action === "infer_stream" ? INFER_STREAM : new GenerateDialect(inputs(), streams);
     return { path: plane.inferPath(target, action), steps: plane.stepsOf(target), dialect, v2: plane.identityOf(target) };
   }
 
