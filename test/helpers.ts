@@ -405,7 +405,7 @@ export function childPids(pid: number): number[] {
 
 /**
  * A zstd frame written by hand (RFC 8878), so that every runtime's decoder is tested on the same
- * bytes, Node.js 20's included, which has no zstd encoder: `raw` as one raw block, then `rle`
+ * bytes, Node.js 20's included, which has no zstd encoder: `raw` as raw blocks, then `rle`
  * blocks of 128 KiB of one byte each (a bomb: 4 bytes a block).
  */
 export function zstdFrame(raw: Buffer, rle = 0): Buffer {
@@ -416,7 +416,11 @@ export function zstdFrame(raw: Buffer, rle = 0): Buffer {
     const h = (size << 3) | (type << 1) | (last ? 1 : 0);
     return Buffer.from([h & 0xff, (h >> 8) & 0xff, (h >> 16) & 0xff]);
   };
-  parts.push(header(rle === 0, 0, raw.byteLength), raw);
+  // Raw blocks of a window's size at most (at least one, maybe empty).
+  for (let at = 0; at === 0 || at < raw.byteLength; at += BLOCK) {
+    const part = raw.subarray(at, at + BLOCK);
+    parts.push(header(rle === 0 && at + BLOCK >= raw.byteLength, 0, part.byteLength), part);
+  }
   for (let i = 0; i < rle; i++) parts.push(header(i === rle - 1, 1, BLOCK), Buffer.from([0x20]));
   return Buffer.concat(parts);
 }

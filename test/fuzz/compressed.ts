@@ -1,10 +1,11 @@
 /**
  * Compressed request bodies for the fuzz: a request of another kind sent with `Content-Encoding`
- * gzip or deflate, truly compressed, compressed and then cut or corrupted, claimed but not
+ * gzip, deflate or zstd, truly compressed, compressed and then cut or corrupted, claimed but not
  * compressed, in an encoding the server does not take, or a zip bomb (a small body that inflates
  * past the body limit).
  */
 import { deflateSync, gzipSync } from "node:zlib";
+import { zstdFrame } from "../helpers.js";
 import type { Random } from "./random.js";
 
 /** A body, and the `Content-Encoding` it is sent with. */
@@ -13,13 +14,14 @@ export interface Encoded {
   encoding: string;
 }
 
-// Made once: 64 MB of spaces, gzipped to about 64 KB.
+// Made once: 64 MB of spaces, gzipped to about 64 KB; 64 MiB of spaces in zstd's RLE blocks, 2 KB.
 let bomb: Uint8Array | undefined;
+let zstdBomb: Uint8Array | undefined;
 
 /** `body` as a client might send it compressed. */
 export function compressBody(r: Random, body: Uint8Array): Encoded {
-  const encoding = r.weighted<string>([[6, "gzip"], [3, "deflate"], [1, r.pick(["br", "zstd", "compress", "x-gzip", "GZIP", "gzip, deflate", "identity", ""])]]);
-  const compress = (bytes: Uint8Array) => (encoding.toLowerCase().includes("deflate") ? deflateSync(bytes) : gzipSync(bytes));
+  const encoding = r.weighted<string>([[6, "gzip"], [3, "deflate"], [2, "zstd"], [1, r.pick(["br", "compress", "x-gzip", "GZIP", "gzip, deflate", "identity", ""])]]);
+  const compress = (bytes: Uint8Array) => (encoding === "zstd" ? zstdFrame(Buffer.from(bytes)) : encoding.toLowerCase().includes("deflate") ? deflateSync(bytes) : gzipSync(bytes));
   return r.weighted<() => Encoded>([
     [10, () => ({ body: compress(body), encoding })],
     [2, () => {
@@ -33,5 +35,6 @@ export function compressBody(r: Random, body: Uint8Array): Encoded {
     }],
     [1, () => ({ body, encoding })],
     [0.5, () => ({ body: (bomb ??= gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20))), encoding: "gzip" })],
+    [0.3, () => ({ body: (zstdBomb ??= zstdFrame(Buffer.alloc(0), 512)), encoding: "zstd" })],
   ])();
 }
