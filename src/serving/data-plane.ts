@@ -117,9 +117,11 @@ export class V2DataPlane {
    * too serves one handler per path and method), or undefined when no loaded model does.
    */
   customHandler(path: string): { target: ModelVersion; handlers: CustomHandler[] } | undefined {
+    // Asked for every path no route or API has (a 404 flood's too): a model without handlers
+    // costs a test, and nothing is allocated until one matches.
     for (const model of this.catalog?.pool.versions() ?? []) {
-      const handlers = model.ready ? model.metadata?.handlers?.filter((h) => h.path === path) : undefined;
-      if (handlers !== undefined && handlers.length > 0) return { target: model, handlers };
+      const all = model.ready ? model.metadata?.handlers : undefined;
+      if (all !== undefined && all.some((h) => h.path === path)) return { target: model, handlers: all.filter((h) => h.path === path) };
     }
     return undefined;
   }
